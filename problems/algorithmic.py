@@ -1,0 +1,119 @@
+"""Algorithmic problems of tensor2tensor: identity, reverse, addition.
+
+Symbols 0..base-1 have ids 2..base+1 (0 is PAD, 1 is EOS). Splits: "train"
+and "dev" draw lengths 1..40; "test" draws lengths 1..400, ten times the
+training length, as in the Universal Transformer paper's Table 4.
+"""
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from t2t_lite.data import problem
+
+NUM_RESERVED_IDS = 2  # PAD, EOS
+
+
+class AlgorithmicProblem(problem.Problem):
+    """Random symbol sequences of lengths 1..train_length (test: 1..test_length)."""
+
+    base = 10
+    train_length = 40
+    test_length = 400
+    splits = {"train": (100_000, 10), "dev": (1_000, 1), "test": (1_000, 1)}
+
+    @property
+    def vocab_size(self) -> int:
+        return self.base + NUM_RESERVED_IDS
+
+    def split_length(self, split: str) -> int:
+        """The longest input (without EOS) generated for `split`."""
+        self._split(split)
+        return self.test_length if split == "test" else self.train_length
+
+    def max_length(self, split: str) -> int:
+        return self.split_length(split) + 1
+
+    def generate_examples(
+        self, split: str, rng: np.random.Generator
+    ) -> Iterator[dict[str, list[int]]]:
+        num_examples, _ = self._split(split)
+        max_len = self.split_length(split)
+        for _ in range(num_examples):
+            length = int(rng.integers(1, max_len + 1))
+            symbols = rng.integers(0, self.base, size=length)
+            inputs = (symbols + NUM_RESERVED_IDS).tolist()
+            yield {"inputs": inputs, "targets": self.target(inputs)}
+
+    def target(self, inputs: list[int]) -> list[int]:
+        """The target ids for `inputs` (identity by default)."""
+        return list(inputs)
+
+
+class ReverseProblem(AlgorithmicProblem):
+    def target(self, inputs: list[int]) -> list[int]:
+        return inputs[::-1]
+
+
+def to_digits(number: int, base: int) -> list[int]:
+    """Little-endian digits of a non-negative number."""
+    digits = [number % base]
+    while number >= base:
+        number //= base
+        digits.append(number % base)
+    return digits
+
+
+def from_digits(digits: list[int], base: int) -> int:
+    """The number of little-endian `digits`."""
+    return sum(d * base**i for i, d in enumerate(digits))
+
+
+class AdditionProblem(AlgorithmicProblem):
+    """inputs: n1 SEP n2 (little-endian digits); targets: n1 + n2.
+
+    The separator's id is base + 2, inside the vocabulary (tensor2tensor
+    used id == vocab_size, one past its end).
+    """
+
+    @property
+    def separator_id(self) -> int:
+        return self.base + NUM_RESERVED_IDS
+
+    @property
+    def vocab_size(self) -> int:
+        return self.base + NUM_RESERVED_IDS + 1
+
+    def random_number(self, num_digits: int, rng: np.random.Generator) -> list[int]:
+        """Little-endian digits with a non-zero most significant digit (unless 1 digit)."""
+        digits = rng.integers(0, self.base, size=num_digits).tolist()
+        if num_digits > 1:
+            digits[-1] = int(rng.integers(1, self.base))
+        return digits
+
+    def generate_examples(
+        self, split: str, rng: np.random.Generator
+    ) -> Iterator[dict[str, list[int]]]:
+        num_examples, _ = self._split(split)
+        max_len = self.split_length(split)  # len(n1) + 1 + len(n2) <= max_len
+        for _ in range(num_examples):
+            len1 = int(rng.integers(1, max_len // 2 + 1))
+            len2 = int(rng.integers(1, max_len - len1))
+            n1, n2 = self.random_number(len1, rng), self.random_number(len2, rng)
+            total = to_digits(from_digits(n1, self.base) + from_digits(n2, self.base), self.base)
+            shift = NUM_RESERVED_IDS
+            yield {
+                "inputs": [d + shift for d in n1] + [self.separator_id] + [d + shift for d in n2],
+                "targets": [d + shift for d in total],
+            }
+
+
+def _register_family(task: str, cls: type) -> None:
+    for base_name, base in (("binary", 2), ("decimal", 10)):
+        name = f"algorithmic_{task}_{base_name}40"
+        problem.register(name)(type(f"{cls.__name__}{base_name.title()}40", (cls,), {"base": base}))
+
+
+_register_family("identity", AlgorithmicProblem)
+_register_family("reverse", ReverseProblem)
+_register_family("addition", AdditionProblem)

@@ -1,0 +1,31 @@
+"""Package metadata for t2t_lite."""
+
+import pathlib
+
+import setuptools
+
+setuptools.setup(
+    name="t2t_lite",
+    version="0.1.0",
+    description=(
+        "Transformer and Universal Transformer (with ACT) for TensorFlow 2 / "
+        "Keras 3, driven the tensor2tensor way."
+    ),
+    long_description=pathlib.Path(__file__).with_name("README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    packages=setuptools.find_packages(include=["t2t_lite", "t2t_lite.*", "problems"]),
+    scripts=["bin/t2t-datagen", "bin/t2t-train"],
+    install_requires=[
+        "tensorflow>=2.21,<2.22",
+        "keras>=3.10,<4",
+        "tensorflow-text>=2.21,<2.22",
+        "tensorflow-datasets>=4.9,<5",
+        "sacrebleu>=2.4,<3",
+        "absl-py>=2.1,<3",
+        "tensorboard>=2.20,<3",
+        "numpy>=1.26,<3",
+    ],
+    extras_require={"test": ["pytest>=8,<10", "ruff>=0.6"]},
+)

@@ -1,0 +1,1 @@
+"""Problems, TFRecord I/O and tf.data batching."""

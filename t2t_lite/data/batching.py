@@ -1,0 +1,60 @@
+"""Token-budget batching with a few length buckets."""
+
+import tensorflow as tf
+
+BUCKET_MULTIPLE = 8
+
+
+def _round_up(n: int, multiple: int = BUCKET_MULTIPLE) -> int:
+    return -(-n // multiple) * multiple
+
+
+def bucket_lengths(max_length: int) -> list[int]:
+    """Padded lengths of the buckets: multiples of 8, doubling, last >= max_length.
+
+    Few buckets keep the number of distinct batch shapes (and so compiled
+    steps) small: 4 for length 41, 7 for length 401.
+    """
+    lengths = []
+    length = BUCKET_MULTIPLE
+    while length < max_length:
+        lengths.append(length)
+        length *= 2
+    if not lengths or lengths[-1] < max_length:
+        last = _round_up(max_length)
+        lengths = [n for n in lengths if n < last] + [last]
+    return lengths
+
+
+def example_length(example: dict[str, tf.Tensor]) -> tf.Tensor:
+    """max(len(inputs), len(targets)) of one example."""
+    return tf.maximum(tf.size(example["inputs"]), tf.size(example["targets"]))
+
+
+def batch_sizes(lengths: list[int], tokens: int) -> list[int]:
+    """Examples per batch for each bucket so that batch * length <= tokens."""
+    return [max(1, tokens // length) for length in lengths]
+
+
+def bucket_by_tokens(
+    dataset: tf.data.Dataset,
+    tokens: int,
+    max_length: int,
+    drop_remainder: bool = False,
+) -> tf.data.Dataset:
+    """Batches examples (no longer than max_length) within a token budget.
+
+    Both features of a batch are padded with 0 to the bucket's length, so
+    every batch has one of len(bucket_lengths(max_length)) sequence lengths.
+    """
+    lengths = bucket_lengths(max_length)
+    sizes = batch_sizes(lengths, tokens)
+    return dataset.bucket_by_sequence_length(
+        example_length,
+        # A bucket holds lengths < boundary; padding goes to boundary - 1.
+        bucket_boundaries=[n + 1 for n in lengths],
+        bucket_batch_sizes=sizes + [1],
+        padded_shapes={"inputs": [None], "targets": [None]},
+        pad_to_bucket_boundary=True,
+        drop_remainder=drop_remainder,
+    )

@@ -1,0 +1,142 @@
+"""The Problem base class: generate examples, write TFRecords, read tf.data."""
+
+import abc
+import glob
+import os
+from collections.abc import Iterator
+
+import numpy as np
+import tensorflow as tf
+
+from t2t_lite import registry
+from t2t_lite.data import batching, tfrecord
+
+PAD_ID = 0
+EOS_ID = 1
+TRAIN = "train"
+
+
+def register(name: str):
+    """Registers a Problem subclass under `name` and sets its `name`."""
+
+    def decorator(cls):
+        cls.name = name
+        return registry.PROBLEMS.register(name)(cls)
+
+    return decorator
+
+
+def get(name: str) -> "Problem":
+    """An instance of the problem registered as `name`."""
+    return registry.PROBLEMS.get(name)()
+
+
+class Problem(abc.ABC):
+    """A dataset: how to generate it, where its files live, how to read them.
+
+    Subclasses set `vocab_size`, `splits` (split -> (num_examples, num_shards))
+    and implement `generate_examples`. Every sequence ends with EOS; PAD is 0.
+    """
+
+    name = "problem"
+    vocab_size = 2
+    splits: dict[str, tuple[int, int]] = {TRAIN: (1000, 1), "dev": (100, 1)}
+    # The split evaluated during training; all non-train splits are evaluated
+    # at the end.
+    eval_split = "dev"
+
+    @abc.abstractmethod
+    def generate_examples(
+        self, split: str, rng: np.random.Generator
+    ) -> Iterator[dict[str, list[int]]]:
+        """Yields {"inputs": ids, "targets": ids} without EOS."""
+
+    @abc.abstractmethod
+    def max_length(self, split: str) -> int:
+        """The longest sequence (EOS included) that `split` can hold."""
+
+    # Files.
+
+    def filepaths(self, data_dir: str, split: str) -> list[str]:
+        """The shard paths of `split` in `data_dir`."""
+        _, num_shards = self._split(split)
+        return tfrecord.shard_paths(os.path.join(data_dir, f"{self.name}-{split}"), num_shards)
+
+    def has_data(self, data_dir: str) -> bool:
+        """True when every shard of every split exists."""
+        return all(
+            os.path.exists(path)
+            for split in self.splits
+            for path in self.filepaths(data_dir, split)
+        )
+
+    def generate_data(self, data_dir: str, seed: int = 1) -> dict[str, int]:
+        """Writes every split's shards; the same seed gives byte-identical files."""
+        os.makedirs(data_dir, exist_ok=True)
+        counts = {}
+        for index, split in enumerate(sorted(self.splits)):
+            rng = np.random.default_rng([seed, index])
+            examples = (
+                {key: list(ids) + [EOS_ID] for key, ids in example.items()}
+                for example in self.generate_examples(split, rng)
+            )
+            counts[split] = tfrecord.write_shards(examples, self.filepaths(data_dir, split))
+        return counts
+
+    def _split(self, split: str) -> tuple[int, int]:
+        if split not in self.splits:
+            raise ValueError(
+                f"problem {self.name!r} has no split {split!r}; splits: {sorted(self.splits)}"
+            )
+        return self.splits[split]
+
+    # Pipelines.
+
+    def dataset(
+        self,
+        data_dir: str,
+        split: str,
+        batch_size: int,
+        max_length: int | None = None,
+        seed: int | None = None,
+        input_context: tf.distribute.InputContext | None = None,
+    ) -> tf.data.Dataset:
+        """Batched {"inputs": [B, S], "targets": [B, T]} int32 batches of `split`.
+
+        Training (split "train") shuffles, drops examples longer than
+        `max_length`, repeats forever and fills every batch; other splits are
+        read once, in order, with nothing dropped. `batch_size` is a token
+        budget per replica.
+        """
+        paths = self.filepaths(data_dir, split)
+        missing = [p for p in paths if not os.path.exists(p)]
+        if missing:
+            found = sorted(glob.glob(os.path.join(data_dir, f"{self.name}-*")))
+            raise FileNotFoundError(
+                f"missing data files for problem {self.name!r} split {split!r}: {missing[:3]}"
+                f"{' ...' if len(missing) > 3 else ''}; found {len(found)} file(s) in {data_dir!r}. "
+                "Run t2t-datagen with this --data_dir first."
+            )
+        training = split == TRAIN
+        files = tf.data.Dataset.from_tensor_slices(paths)
+        if input_context and input_context.num_input_pipelines > 1:
+            files = files.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        if training:
+            files = files.shuffle(len(paths), seed=seed)
+        records = files.interleave(
+            tf.data.TFRecordDataset,
+            cycle_length=min(len(paths), 8),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True,
+        )
+        if training:
+            records = records.shuffle(10_000, seed=seed)
+        examples = records.map(tfrecord.parse, num_parallel_calls=tf.data.AUTOTUNE)
+        limit = self.max_length(split)
+        if training and max_length is not None:
+            examples = examples.filter(lambda ex: batching.example_length(ex) <= max_length)
+            limit = min(limit, max_length)
+        if training:
+            examples = examples.repeat()
+        batches = batching.bucket_by_tokens(examples, batch_size, limit, drop_remainder=training)
+        return batches.prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,90 @@
+"""Sharded TFRecord files of tf.train.Example: writing, parsing, checking."""
+
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import tensorflow as tf
+
+FEATURES = ("inputs", "targets")
+
+
+class CorruptRecordError(ValueError):
+    """A TFRecord file is corrupt or truncated."""
+
+
+def shard_paths(prefix: str, num_shards: int) -> list[str]:
+    """tensor2tensor's shard names: {prefix}-{i:05d}-of-{n:05d}."""
+    return [f"{prefix}-{i:05d}-of-{num_shards:05d}" for i in range(num_shards)]
+
+
+def serialize(example: dict[str, list[int]]) -> bytes:
+    """A dict of int lists -> serialized tf.train.Example."""
+    feature = {
+        key: tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+        for key, values in example.items()
+    }
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def write_shards(examples: Iterable[dict[str, list[int]]], paths: list[str]) -> int:
+    """Writes examples round-robin into `paths`; returns the example count.
+
+    Each shard is written under a temporary name and renamed when complete, so
+    an interrupted run never leaves a partial file under a final name.
+    """
+    tmp_paths = [f"{path}.incomplete" for path in paths]
+    writers = [tf.io.TFRecordWriter(path) for path in tmp_paths]
+    count = 0
+    try:
+        for count, example in enumerate(examples, start=1):
+            writers[(count - 1) % len(writers)].write(serialize(example))
+    finally:
+        for writer in writers:
+            writer.close()
+    for tmp, path in zip(tmp_paths, paths, strict=True):
+        os.replace(tmp, path)
+    return count
+
+
+def parse(serialized: tf.Tensor) -> dict[str, tf.Tensor]:
+    """One serialized Example -> {"inputs": [S] int32, "targets": [T] int32}."""
+    spec = {key: tf.io.RaggedFeature(tf.int64) for key in FEATURES}
+    parsed = tf.io.parse_single_example(serialized, spec)
+    return {key: tf.cast(parsed[key], tf.int32) for key in FEATURES}
+
+
+def read_records(path: str) -> Iterator[dict[str, list[int]]]:
+    """Eagerly reads one file's examples as int lists (tests and tools)."""
+    for record in tf.data.TFRecordDataset(path):
+        yield {key: value.numpy().tolist() for key, value in parse(record).items()}
+
+
+def check_file(path: str) -> None:
+    """Reads every record of `path`; raises CorruptRecordError naming it."""
+    try:
+        for _ in tf.data.TFRecordDataset(path):
+            pass
+    except tf.errors.DataLossError as err:
+        raise CorruptRecordError(
+            f"{path}: corrupt or truncated TFRecord file ({err.message.strip()}); "
+            "delete it and run t2t-datagen again"
+        ) from None
+
+
+def find_corrupt(paths: list[str], error: Exception) -> CorruptRecordError:
+    """Names the first corrupt file among `paths`, after `error` was seen reading them."""
+    for path in paths:
+        try:
+            check_file(path)
+        except CorruptRecordError as named:
+            return named
+    return CorruptRecordError(f"corrupt TFRecord data in one of {paths}: {error}")
+
+
+def next_element(iterator: Any, paths: list[str]) -> Any:
+    """next(iterator), turning a data-loss error into one that names the file."""
+    try:
+        return next(iterator)
+    except tf.errors.DataLossError as err:
+        raise find_corrupt(paths, err) from None

@@ -1,0 +1,96 @@
+"""An experiment: model, problem and resolved hparams, saved as JSON in the run dir."""
+
+import dataclasses
+import json
+import os
+from typing import Any
+
+import keras
+
+from t2t_lite import hparams as hparams_lib
+from t2t_lite import registry
+from t2t_lite.data import problem as problem_lib
+
+EXPERIMENT_FILE = "experiment.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    """What t2t-train resolved from its flags; later binaries read it back."""
+
+    model: str
+    problem: str
+    hparams_set: str
+    hparams: Any
+
+    @classmethod
+    def resolve(
+        cls, model: str, problem: str, hparams_set: str, overrides: str = ""
+    ) -> "Experiment":
+        """Looks up names and applies "k=v,..." overrides; errors name the culprit."""
+        model_class = registry.MODELS.get(model)
+        registry.PROBLEMS.get(problem)
+        hp = registry.HPARAMS.get(hparams_set)()
+        if not isinstance(hp, model_class.hparams_class):
+            raise ValueError(
+                f"hparams set {hparams_set!r} makes {type(hp).__name__}, but model {model!r} "
+                f"needs {model_class.hparams_class.__name__}"
+            )
+        return cls(model, problem, hparams_set, hparams_lib.override(hp, overrides))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "problem": self.problem,
+            "hparams_set": self.hparams_set,
+            "hparams": hparams_lib.to_dict(self.hparams),
+        }
+
+    def save(self, output_dir: str) -> None:
+        """Writes experiment.json atomically."""
+        os.makedirs(output_dir, exist_ok=True)
+        path = os.path.join(output_dir, EXPERIMENT_FILE)
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(self.to_dict(), f, indent=2, sort_keys=True)
+        os.replace(path + ".tmp", path)
+
+    @classmethod
+    def load(cls, output_dir: str) -> "Experiment":
+        """Reads experiment.json back; a missing file or key is a clear error."""
+        path = os.path.join(output_dir, EXPERIMENT_FILE)
+        if not os.path.exists(path):
+            raise FileNotFoundError(
+                f"{path} not found: is {output_dir!r} a t2t-train --output_dir?"
+            )
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+            model_class = registry.MODELS.get(data["model"])
+            hp = hparams_lib.from_dict(model_class.hparams_class, data["hparams"])
+            return cls(data["model"], data["problem"], data["hparams_set"], hp)
+        except (KeyError, ValueError, json.JSONDecodeError) as err:
+            raise ValueError(f"{path}: not a valid experiment file ({err})") from None
+
+    def check_matches(self, output_dir: str) -> None:
+        """Refuses to resume a run dir that holds a different experiment."""
+        if not os.path.exists(os.path.join(output_dir, EXPERIMENT_FILE)):
+            return
+        saved = Experiment.load(output_dir).to_dict()
+        mine = self.to_dict()
+        diffs = [k for k in ("model", "problem", "hparams_set") if saved[k] != mine[k]]
+        diffs += [
+            f"hparams.{k}"
+            for k in sorted(mine["hparams"])
+            if saved["hparams"].get(k) != mine["hparams"][k]
+        ]
+        if diffs:
+            raise ValueError(
+                f"{output_dir!r} holds a different experiment (differs in: {', '.join(diffs)}); "
+                "use a new --output_dir or the same flags"
+            )
+
+    def build_problem(self) -> problem_lib.Problem:
+        return problem_lib.get(self.problem)
+
+    def build_model(self, vocab_size: int) -> keras.Model:
+        return registry.MODELS.get(self.model)(self.hparams, vocab_size)

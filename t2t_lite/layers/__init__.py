@@ -1,0 +1,1 @@
+"""Keras 3 layers shared by the Transformer and the Universal Transformer."""

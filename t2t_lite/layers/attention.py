@@ -1,0 +1,59 @@
+"""Multi-head scaled dot-product attention (paper section 3.2)."""
+
+import keras
+import tensorflow as tf
+
+
+class MultiHeadAttention(keras.layers.Layer):
+    """Multi-head attention with bias-free projections, as in tensor2tensor."""
+
+    def __init__(self, hidden_size: int, num_heads: int, dropout: float, **kwargs):
+        super().__init__(**kwargs)
+        if hidden_size % num_heads:
+            raise ValueError(f"num_heads={num_heads} does not divide hidden_size={hidden_size}")
+        self.num_heads = num_heads
+        self.depth = hidden_size // num_heads
+        dense = {"use_bias": False, "kernel_initializer": "glorot_uniform"}
+        self.query = keras.layers.Dense(hidden_size, name="q", **dense)
+        self.key = keras.layers.Dense(hidden_size, name="k", **dense)
+        self.value = keras.layers.Dense(hidden_size, name="v", **dense)
+        self.output_projection = keras.layers.Dense(hidden_size, name="output", **dense)
+        self.dropout = keras.layers.Dropout(dropout)
+
+    def split_heads(self, x: tf.Tensor) -> tf.Tensor:
+        """[B, L, C] -> [B, H, L, D]."""
+        shape = tf.shape(x)
+        x = tf.reshape(x, [shape[0], shape[1], self.num_heads, self.depth])  # [B, L, H, D]
+        return tf.transpose(x, [0, 2, 1, 3])  # [B, H, L, D]
+
+    def merge_heads(self, x: tf.Tensor) -> tf.Tensor:
+        """[B, H, L, D] -> [B, L, C]."""
+        x = tf.transpose(x, [0, 2, 1, 3])  # [B, L, H, D]
+        shape = tf.shape(x)
+        return tf.reshape(x, [shape[0], shape[1], self.num_heads * self.depth])  # [B, L, C]
+
+    def project_memory(self, memory: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """Keys and values of `memory` [B, S, C] -> two [B, H, S, D]."""
+        return self.split_heads(self.key(memory)), self.split_heads(self.value(memory))
+
+    def attend(
+        self,
+        query: tf.Tensor,
+        keys: tf.Tensor,
+        values: tf.Tensor,
+        bias: tf.Tensor,
+        training: bool = False,
+    ) -> tf.Tensor:
+        """query [B, T, C] over projected keys/values [B, H, S, D] -> [B, T, C]."""
+        q = self.split_heads(self.query(query)) * (self.depth**-0.5)  # [B, H, T, D]
+        logits = tf.einsum("bhtd,bhsd->bhts", q, keys)  # [B, H, T, S]
+        # Softmax in float32: the -1e9 bias and the normalisation stay exact
+        # under mixed precision.
+        weights = tf.nn.softmax(tf.cast(logits, tf.float32) + bias)
+        weights = self.dropout(tf.cast(weights, values.dtype), training=training)
+        context = tf.einsum("bhts,bhsd->bhtd", weights, values)  # [B, H, T, D]
+        return self.output_projection(self.merge_heads(context))
+
+    def call(self, query, memory, bias, training=False):
+        keys, values = self.project_memory(memory)
+        return self.attend(query, keys, values, bias, training=training)

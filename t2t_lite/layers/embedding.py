@@ -1,0 +1,66 @@
+"""Shared embedding/softmax matrix and the sinusoidal timing signal."""
+
+import math
+
+import keras
+import tensorflow as tf
+
+from t2t_lite.layers import masks
+
+
+def timing_signal(
+    length: tf.Tensor | int,
+    channels: int,
+    start: tf.Tensor | int = 0,
+    min_timescale: float = 1.0,
+    max_timescale: float = 1.0e4,
+) -> tf.Tensor:
+    """Sinusoids of positions start..start+length-1 -> [1, L, C] float32.
+
+    Like tensor2tensor, the channels are [sin(all timescales), cos(all
+    timescales)] concatenated, not interleaved; an odd C gets a zero column.
+    """
+    positions = tf.cast(tf.range(length) + start, tf.float32)
+    num_timescales = channels // 2
+    log_increment = math.log(max_timescale / min_timescale) / max(num_timescales - 1, 1)
+    inv_timescales = min_timescale * tf.exp(
+        tf.range(num_timescales, dtype=tf.float32) * -log_increment
+    )
+    scaled = positions[:, tf.newaxis] * inv_timescales[tf.newaxis, :]  # [L, C/2]
+    signal = tf.concat([tf.sin(scaled), tf.cos(scaled)], axis=1)  # [L, 2*(C/2)]
+    signal = tf.pad(signal, [[0, 0], [0, channels % 2]])  # [L, C]
+    return signal[tf.newaxis]  # [1, L, C]
+
+
+class SharedEmbedding(keras.layers.Layer):
+    """One [V, C] matrix for source and target embeddings and the softmax."""
+
+    def __init__(self, vocab_size: int, hidden_size: int, **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+
+    def build(self, input_shape=None):
+        self.weights_matrix = self.add_weight(
+            name="weights",
+            shape=(self.vocab_size, self.hidden_size),
+            initializer=keras.initializers.RandomNormal(stddev=self.hidden_size**-0.5),
+        )
+
+    def embed(self, ids: tf.Tensor) -> tf.Tensor:
+        """ids [B, L] -> [B, L, C], scaled by sqrt(C), zero at PAD."""
+        if not self.built:
+            self.build()
+        emb = tf.gather(tf.cast(self.weights_matrix, self.compute_dtype), ids)
+        mask = tf.cast(masks.padding_mask(ids), self.compute_dtype)[..., tf.newaxis]
+        return emb * (self.hidden_size**0.5) * mask  # [B, L, C]
+
+    def logits(self, x: tf.Tensor) -> tf.Tensor:
+        """x [B, T, C] -> float32 logits [B, T, V]."""
+        if not self.built:
+            self.build()
+        w = tf.cast(self.weights_matrix, x.dtype)
+        return tf.cast(tf.einsum("btc,vc->btv", x, w), tf.float32)  # [B, T, V]
+
+    def call(self, ids):
+        return self.embed(ids)

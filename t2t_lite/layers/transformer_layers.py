@@ -1,0 +1,163 @@
+"""Feed-forward sublayer and the encoder/decoder blocks and stacks."""
+
+from collections.abc import Callable
+
+import keras
+import tensorflow as tf
+
+from t2t_lite.layers import attention
+
+NORM_POSITIONS = ("pre", "post")
+LAYER_NORM_EPSILON = 1e-6
+
+
+class FeedForward(keras.layers.Layer):
+    """Position-wise FFN: Dense(filter, relu) -> dropout -> Dense(hidden)."""
+
+    def __init__(self, hidden_size: int, filter_size: int, relu_dropout: float, **kwargs):
+        super().__init__(**kwargs)
+        self.inner = keras.layers.Dense(filter_size, activation="relu", name="inner")
+        self.outer = keras.layers.Dense(hidden_size, name="outer")
+        self.dropout = keras.layers.Dropout(relu_dropout)
+
+    def call(self, x, training=False):
+        return self.outer(self.dropout(self.inner(x), training=training))
+
+
+class Residual(keras.layers.Layer):
+    """Residual connection with dropout and layer norm around a sublayer.
+
+    "post" is the paper's LayerNorm(x + Dropout(f(x))); "pre" is
+    tensor2tensor's x + Dropout(f(LayerNorm(x))), which needs a final norm
+    after the stack.
+
+    It is applied through `apply`, not `__call__`: Keras only lets tensors be
+    positional call arguments.
+    """
+
+    def __init__(self, norm_position: str, dropout: float, **kwargs):
+        super().__init__(**kwargs)
+        if norm_position not in NORM_POSITIONS:
+            raise ValueError(
+                f"norm_position must be one of {NORM_POSITIONS}, got {norm_position!r}"
+            )
+        self.norm_position = norm_position
+        self.norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="norm")
+        self.dropout = keras.layers.Dropout(dropout)
+
+    def apply(self, x, sublayer: Callable[[tf.Tensor], tf.Tensor], training=False):
+        """Wraps `sublayer` (a callable, so this is not Keras's __call__)."""
+        if self.norm_position == "pre":
+            return x + self.dropout(sublayer(self.norm(x)), training=training)
+        return self.norm(x + self.dropout(sublayer(x), training=training))
+
+
+class BlockConfig:
+    """Plain arguments shared by encoder and decoder blocks."""
+
+    def __init__(
+        self,
+        hidden_size: int,
+        filter_size: int,
+        num_heads: int,
+        norm_position: str,
+        layer_prepostprocess_dropout: float,
+        attention_dropout: float,
+        relu_dropout: float,
+    ):
+        self.hidden_size = hidden_size
+        self.filter_size = filter_size
+        self.num_heads = num_heads
+        self.norm_position = norm_position
+        self.layer_prepostprocess_dropout = layer_prepostprocess_dropout
+        self.attention_dropout = attention_dropout
+        self.relu_dropout = relu_dropout
+
+    def attention(self, name: str) -> attention.MultiHeadAttention:
+        return attention.MultiHeadAttention(
+            self.hidden_size, self.num_heads, self.attention_dropout, name=name
+        )
+
+    def residual(self, name: str) -> Residual:
+        return Residual(self.norm_position, self.layer_prepostprocess_dropout, name=name)
+
+    def feed_forward(self) -> FeedForward:
+        return FeedForward(self.hidden_size, self.filter_size, self.relu_dropout, name="ffn")
+
+
+class EncoderBlock(keras.layers.Layer):
+    """Self-attention then the feed-forward network."""
+
+    def __init__(self, config: BlockConfig, **kwargs):
+        super().__init__(**kwargs)
+        self.self_attention = config.attention("self_attention")
+        self.self_attention_residual = config.residual("self_attention_residual")
+        self.ffn = config.feed_forward()
+        self.ffn_residual = config.residual("ffn_residual")
+
+    def build(self, input_shape):
+        # Sublayers build on first call; there is no state of this layer's own.
+        pass
+
+    def call(self, x, bias, training=False):
+        x = self.self_attention_residual.apply(
+            x, lambda y: self.self_attention(y, y, bias, training=training), training=training
+        )
+        return self.ffn_residual.apply(
+            x, lambda y: self.ffn(y, training=training), training=training
+        )
+
+
+class DecoderBlock(keras.layers.Layer):
+    """Causal self-attention, encoder-decoder attention, then the FFN."""
+
+    def __init__(self, config: BlockConfig, **kwargs):
+        super().__init__(**kwargs)
+        self.self_attention = config.attention("self_attention")
+        self.self_attention_residual = config.residual("self_attention_residual")
+        self.cross_attention = config.attention("encdec_attention")
+        self.cross_attention_residual = config.residual("encdec_attention_residual")
+        self.ffn = config.feed_forward()
+        self.ffn_residual = config.residual("ffn_residual")
+
+    def build(self, input_shape):
+        # Sublayers build on first call; there is no state of this layer's own.
+        pass
+
+    def call(self, x, encoded, self_bias, encoder_bias, training=False):
+        x = self.self_attention_residual.apply(
+            x, lambda y: self.self_attention(y, y, self_bias, training=training), training=training
+        )
+        x = self.cross_attention_residual.apply(
+            x,
+            lambda y: self.cross_attention(y, encoded, encoder_bias, training=training),
+            training=training,
+        )
+        return self.ffn_residual.apply(
+            x, lambda y: self.ffn(y, training=training), training=training
+        )
+
+
+class Stack(keras.layers.Layer):
+    """A tuple of blocks with a final layer norm in the pre-norm placement.
+
+    Blocks are held in a tuple: Keras 3 tracks lists too, but
+    tf.train.Checkpoint silently skips layers held in a Python list.
+    """
+
+    def __init__(self, blocks: tuple, norm_position: str, **kwargs):
+        super().__init__(**kwargs)
+        self.blocks = tuple(blocks)
+        self.final_norm = (
+            keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="final_norm")
+            if norm_position == "pre"
+            else None
+        )
+
+    def call(self, x, bias, encoded=None, encoder_bias=None, training=False):
+        for block in self.blocks:
+            if encoded is None:
+                x = block(x, bias, training=training)
+            else:
+                x = block(x, encoded, bias, encoder_bias, training=training)
+        return self.final_norm(x) if self.final_norm is not None else x

@@ -1,0 +1,3 @@
+"""Models and their hparams sets; importing this registers them."""
+
+from t2t_lite.models import transformer, transformer_hparams  # noqa: F401

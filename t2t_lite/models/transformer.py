@@ -1,0 +1,96 @@
+"""The Transformer encoder-decoder (Vaswani et al., 2017)."""
+
+import keras
+import tensorflow as tf
+
+from t2t_lite import registry
+from t2t_lite.layers import embedding, masks, transformer_layers
+from t2t_lite.models import transformer_hparams
+
+
+def shift_right(targets: tf.Tensor) -> tf.Tensor:
+    """Decoder inputs: targets delayed one step, PAD (0) as the start symbol. [B, T]."""
+    return tf.pad(targets, [[0, 0], [1, 0]])[:, :-1]  # [B, T]
+
+
+@registry.MODELS.register("transformer")
+class Transformer(keras.Model):
+    """Encoder-decoder Transformer with one shared embedding/softmax matrix."""
+
+    hparams_class = transformer_hparams.TransformerHParams
+
+    def __init__(self, hparams: transformer_hparams.TransformerHParams, vocab_size: int, **kwargs):
+        super().__init__(**kwargs)
+        self.hparams = hparams
+        self.vocab_size = vocab_size
+        self.embedding = embedding.SharedEmbedding(
+            vocab_size, hparams.hidden_size, name="shared_embedding"
+        )
+        self.input_dropout = keras.layers.Dropout(hparams.layer_prepostprocess_dropout)
+        self.target_dropout = keras.layers.Dropout(hparams.layer_prepostprocess_dropout)
+        config = self.block_config()
+        self.encoder = transformer_layers.Stack(
+            tuple(
+                transformer_layers.EncoderBlock(config, name=f"layer_{i}")
+                for i in range(hparams.encoder_layers)
+            ),
+            hparams.norm_position,
+            name="encoder",
+        )
+        self.decoder = transformer_layers.Stack(
+            tuple(
+                transformer_layers.DecoderBlock(config, name=f"layer_{i}")
+                for i in range(hparams.decoder_layers)
+            ),
+            hparams.norm_position,
+            name="decoder",
+        )
+
+    def block_config(self) -> transformer_layers.BlockConfig:
+        hp = self.hparams
+        return transformer_layers.BlockConfig(
+            hidden_size=hp.hidden_size,
+            filter_size=hp.filter_size,
+            num_heads=hp.num_heads,
+            norm_position=hp.norm_position,
+            layer_prepostprocess_dropout=hp.layer_prepostprocess_dropout,
+            attention_dropout=hp.attention_dropout,
+            relu_dropout=hp.relu_dropout,
+        )
+
+    def embed_with_timing(
+        self, ids: tf.Tensor, dropout: keras.layers.Layer, training: bool
+    ) -> tf.Tensor:
+        """ids [B, L] -> embeddings plus timing signal, with dropout. [B, L, C]"""
+        x = self.embedding.embed(ids)
+        x = x + tf.cast(timing_signal_like(x), x.dtype)
+        return dropout(x, training=training)
+
+    def encode(self, inputs: tf.Tensor, training: bool = False) -> tuple[tf.Tensor, tf.Tensor]:
+        """inputs [B, S] -> (encoded [B, S, C], encoder-decoder bias [B, 1, 1, S])."""
+        bias = masks.padding_bias(inputs)
+        x = self.embed_with_timing(inputs, self.input_dropout, training)
+        return self.encoder(x, bias, training=training), bias
+
+    def decode(
+        self,
+        targets: tf.Tensor,
+        encoded: tf.Tensor,
+        encoder_bias: tf.Tensor,
+        training: bool = False,
+    ) -> tf.Tensor:
+        """Teacher-forced decoding: targets [B, T] -> float32 logits [B, T, V]."""
+        decoder_inputs = shift_right(targets)
+        x = self.embed_with_timing(decoder_inputs, self.target_dropout, training)
+        self_bias = masks.causal_bias(tf.shape(targets)[1])
+        x = self.decoder(x, self_bias, encoded, encoder_bias, training=training)
+        return self.embedding.logits(x)
+
+    def call(self, features, training=False):
+        encoded, bias = self.encode(features["inputs"], training=training)
+        return self.decode(features["targets"], encoded, bias, training=training)
+
+
+def timing_signal_like(x: tf.Tensor) -> tf.Tensor:
+    """The timing signal for positions 0..L-1 of x [B, L, C] -> [1, L, C]."""
+    return embedding.timing_signal(tf.shape(x)[1], x.shape[-1])

@@ -1,0 +1,166 @@
+"""Transformer hparams and its named sets (tensor2tensor's names)."""
+
+import dataclasses
+
+from t2t_lite import hparams as hparams_lib
+from t2t_lite import registry
+
+
+@dataclasses.dataclass(frozen=True)
+class TransformerHParams:
+    """Transformer hyperparameters; field names follow tensor2tensor."""
+
+    hidden_size: int = 512
+    filter_size: int = 2048
+    num_heads: int = 8
+    num_hidden_layers: int = 6
+    # 0 means "use num_hidden_layers", as in tensor2tensor.
+    num_encoder_layers: int = 0
+    num_decoder_layers: int = 0
+    # "pre": x + f(norm(x)) with a final norm (tensor2tensor);
+    # "post": norm(x + f(x)) (the paper).
+    norm_position: str = "pre"
+    layer_prepostprocess_dropout: float = 0.1
+    attention_dropout: float = 0.1
+    relu_dropout: float = 0.1
+    label_smoothing: float = 0.1
+    # lr = constant * min(1, step/warmup) * rsqrt(max(step, warmup)) * rsqrt(hidden_size)
+    learning_rate_constant: float = 2.0
+    learning_rate_warmup_steps: int = 8000
+    optimizer_adam_beta1: float = 0.9
+    optimizer_adam_beta2: float = 0.997
+    optimizer_adam_epsilon: float = 1e-9
+    clip_grad_norm: float = 0.0  # 0: no clipping
+    # Training examples longer than this (inputs or targets, EOS included) are dropped.
+    max_length: int = 256
+    # Tokens per batch (per replica), padding included.
+    batch_size: int = 4096
+
+    def __post_init__(self):
+        require = hparams_lib.require
+        require(self.hidden_size > 0, "hidden_size", "must be positive")
+        require(
+            self.num_heads > 0 and self.hidden_size % self.num_heads == 0,
+            "num_heads, hidden_size",
+            f"num_heads={self.num_heads} must divide hidden_size={self.hidden_size}",
+        )
+        require(self.filter_size > 0, "filter_size", "must be positive")
+        require(self.num_hidden_layers > 0, "num_hidden_layers", "must be positive")
+        require(
+            self.num_encoder_layers >= 0 and self.num_decoder_layers >= 0,
+            "num_encoder_layers, num_decoder_layers",
+            "must be >= 0 (0 means num_hidden_layers)",
+        )
+        require(
+            self.norm_position in ("pre", "post"),
+            "norm_position",
+            f"must be 'pre' or 'post', got {self.norm_position!r}",
+        )
+        for key in (
+            "layer_prepostprocess_dropout",
+            "attention_dropout",
+            "relu_dropout",
+            "label_smoothing",
+        ):
+            require(0.0 <= getattr(self, key) < 1.0, key, "must be in [0, 1)")
+        require(self.learning_rate_warmup_steps >= 0, "learning_rate_warmup_steps", "must be >= 0")
+        require(self.max_length > 0, "max_length", "must be positive")
+        require(
+            self.batch_size >= self.max_length,
+            "batch_size, max_length",
+            f"a batch of {self.batch_size} tokens cannot hold one example of "
+            f"max_length={self.max_length}",
+        )
+
+    @property
+    def encoder_layers(self) -> int:
+        return self.num_encoder_layers or self.num_hidden_layers
+
+    @property
+    def decoder_layers(self) -> int:
+        return self.num_decoder_layers or self.num_hidden_layers
+
+
+@registry.HPARAMS.register("transformer_base")
+def transformer_base() -> TransformerHParams:
+    """The paper's base model (N=6, d=512, ff=2048, h=8), pre-norm as in tensor2tensor."""
+    return TransformerHParams()
+
+
+@registry.HPARAMS.register("transformer_base_v1")
+def transformer_base_v1() -> TransformerHParams:
+    """The paper exactly: post-norm, residual dropout only, warmup 4000, beta2 0.98."""
+    return dataclasses.replace(
+        transformer_base(),
+        norm_position="post",
+        attention_dropout=0.0,
+        relu_dropout=0.0,
+        learning_rate_constant=1.0,
+        learning_rate_warmup_steps=4000,
+        optimizer_adam_beta2=0.98,
+    )
+
+
+@registry.HPARAMS.register("transformer_big")
+def transformer_big() -> TransformerHParams:
+    """The paper's big model: d=1024, ff=4096, h=16, dropout 0.3."""
+    return dataclasses.replace(
+        transformer_base(),
+        hidden_size=1024,
+        filter_size=4096,
+        num_heads=16,
+        layer_prepostprocess_dropout=0.3,
+    )
+
+
+@registry.HPARAMS.register("transformer_small")
+def transformer_small() -> TransformerHParams:
+    """tensor2tensor's small set: 2 layers, d=256, ff=1024, h=4."""
+    return dataclasses.replace(
+        transformer_base(), num_hidden_layers=2, hidden_size=256, filter_size=1024, num_heads=4
+    )
+
+
+@registry.HPARAMS.register("transformer_tiny")
+def transformer_tiny() -> TransformerHParams:
+    """tensor2tensor's tiny set: 2 layers, d=128, ff=512, h=4."""
+    return dataclasses.replace(
+        transformer_base(), num_hidden_layers=2, hidden_size=128, filter_size=512, num_heads=4
+    )
+
+
+@registry.HPARAMS.register("transformer_test")
+def transformer_test() -> TransformerHParams:
+    """Test-sized: 2 layers, d=16, ff=32, h=2, no dropout, small batches."""
+    return dataclasses.replace(
+        transformer_base(),
+        num_hidden_layers=2,
+        hidden_size=16,
+        filter_size=32,
+        num_heads=2,
+        layer_prepostprocess_dropout=0.0,
+        attention_dropout=0.0,
+        relu_dropout=0.0,
+        learning_rate_warmup_steps=100,
+        max_length=64,
+        batch_size=256,
+    )
+
+
+@registry.HPARAMS.register("transformer_algorithmic_tiny")
+def transformer_algorithmic_tiny() -> TransformerHParams:
+    """transformer_tiny tuned to learn the algorithmic problems in minutes on a CPU.
+
+    No dropout, a short warmup with constant 1, and 2048-token batches
+    (lengths 1..40 plus EOS fit max_length 48).
+    """
+    return dataclasses.replace(
+        transformer_tiny(),
+        layer_prepostprocess_dropout=0.0,
+        attention_dropout=0.0,
+        relu_dropout=0.0,
+        learning_rate_constant=1.0,
+        learning_rate_warmup_steps=400,
+        max_length=48,
+        batch_size=2048,
+    )

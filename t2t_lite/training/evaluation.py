@@ -1,0 +1,66 @@
+"""Teacher-forced evaluation: loss, token accuracy, sequence accuracy."""
+
+from collections.abc import Callable
+
+import keras
+import tensorflow as tf
+
+from t2t_lite.data import tfrecord
+from t2t_lite.training import losses
+
+SUM = tf.distribute.ReduceOp.SUM
+
+
+def make_eval_step(
+    model: keras.Model, strategy: tf.distribute.Strategy, label_smoothing: float
+) -> Callable:
+    """A compiled step returning summed counts for one distributed batch."""
+
+    def replica_step(batch):
+        logits = model(batch, training=False)
+        loss_sum, weight = losses.smoothed_cross_entropy(logits, batch["targets"], label_smoothing)
+        counts = losses.accuracy_counts(logits, batch["targets"])
+        counts.update(loss_sum=loss_sum, weight=weight)
+        return counts
+
+    # Eval batches end with a partial batch and long splits have several
+    # buckets: relax shapes instead of retracing for each.
+    @tf.function(reduce_retracing=True)
+    def step(batch):
+        per_replica = strategy.run(replica_step, args=(batch,))
+        return {key: strategy.reduce(SUM, value, axis=None) for key, value in per_replica.items()}
+
+    return step
+
+
+def evaluate(
+    step: Callable,
+    dataset: tf.distribute.DistributedDataset,
+    paths: list[str],
+    max_steps: int,
+) -> dict[str, float]:
+    """Runs up to `max_steps` batches (all when < 0) and returns the metrics."""
+    totals: dict[str, float] = {}
+    iterator = iter(dataset)
+    done = 0
+    while max_steps < 0 or done < max_steps:
+        try:
+            batch = tfrecord.next_element(iterator, paths)
+        except StopIteration:
+            break
+        for key, value in step(batch).items():
+            totals[key] = totals.get(key, 0.0) + float(value)
+        done += 1
+    return summarize(totals)
+
+
+def summarize(totals: dict[str, float]) -> dict[str, float]:
+    """Sums -> loss, accuracy, sequence_accuracy and the example count."""
+    if not totals or totals["tokens"] == 0:
+        return {"loss": float("nan"), "accuracy": 0.0, "sequence_accuracy": 0.0, "examples": 0}
+    return {
+        "loss": totals["loss_sum"] / totals["weight"],
+        "accuracy": totals["correct_tokens"] / totals["tokens"],
+        "sequence_accuracy": totals["correct_sequences"] / totals["sequences"],
+        "examples": int(totals["sequences"]),
+    }

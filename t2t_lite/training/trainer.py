@@ -1,0 +1,271 @@
+"""The custom training loop, written for tf.distribute."""
+
+import dataclasses
+import json
+import math
+import os
+import time
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from t2t_lite import experiment as experiment_lib
+from t2t_lite.data import problem as problem_lib
+from t2t_lite.data import tfrecord
+from t2t_lite.layers import masks
+from t2t_lite.training import checkpoints, evaluation, losses, schedules
+
+SUM = tf.distribute.ReduceOp.SUM
+METRICS_FILE = "metrics.json"
+
+
+class NonFiniteLossError(RuntimeError):
+    """Training produced a NaN or infinite loss or gradient."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Loop settings (t2t-train's flags), as opposed to model hparams."""
+
+    train_steps: int = 1000
+    eval_steps: int = 100  # batches per periodic evaluation; < 0 for the whole split
+    local_eval_frequency: int = 500  # evaluate and checkpoint every N steps
+    keep_checkpoint_max: int = 5
+    log_step_count_steps: int = 100
+    random_seed: int = 1
+    xla_compile: bool = False
+
+    def __post_init__(self):
+        for key in (
+            "train_steps",
+            "local_eval_frequency",
+            "keep_checkpoint_max",
+            "log_step_count_steps",
+        ):
+            if getattr(self, key) < 1:
+                raise ValueError(f"--{key} must be >= 1, got {getattr(self, key)}")
+        if self.eval_steps == 0:
+            raise ValueError("--eval_steps must be positive, or negative for the whole split")
+
+
+class Trainer:
+    """Owns the model, optimizer, checkpoints and compiled steps of one run."""
+
+    def __init__(
+        self,
+        experiment: experiment_lib.Experiment,
+        data_dir: str,
+        output_dir: str,
+        config: TrainConfig,
+    ):
+        self.experiment = experiment
+        self.hp = experiment.hparams
+        self.data_dir = data_dir
+        self.output_dir = output_dir
+        self.config = config
+        self.strategy = tf.distribute.get_strategy()
+        self.problem = experiment.build_problem()
+        experiment.check_matches(output_dir)
+        experiment.save(output_dir)
+        if not self.problem.has_data(data_dir):
+            logging.info("No data for %s in %s: generating it.", self.problem.name, data_dir)
+            self.problem.generate_data(data_dir, seed=config.random_seed)
+        keras.utils.set_random_seed(config.random_seed)
+        with self.strategy.scope():
+            self.model = experiment.build_model(self.problem.vocab_size)
+            checkpoints.build_model(self.model)
+            self.optimizer = schedules.make_optimizer(self.hp)
+            self.optimizer.build(self.model.trainable_variables)
+            self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+        self.checkpoint = checkpoints.make_checkpoint(self.model, self.optimizer, self.step)
+        self.manager = checkpoints.make_manager(
+            self.checkpoint, output_dir, config.keep_checkpoint_max
+        )
+        if self.manager.latest_checkpoint:
+            self.checkpoint.restore(
+                self.manager.latest_checkpoint
+            ).assert_existing_objects_matched()
+            logging.info(
+                "Resumed from %s at step %d.", self.manager.latest_checkpoint, int(self.step)
+            )
+        self._train_step = self._make_train_step()
+        self._eval_step = evaluation.make_eval_step(
+            self.model, self.strategy, self.hp.label_smoothing
+        )
+
+    # Datasets.
+
+    def distributed_dataset(
+        self, split: str, seed: int | None = None
+    ) -> tf.distribute.DistributedDataset:
+        max_length = self.hp.max_length if split == problem_lib.TRAIN else None
+
+        def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
+            return self.problem.dataset(
+                self.data_dir,
+                split,
+                self.hp.batch_size,
+                max_length=max_length,
+                seed=seed,
+                input_context=context,
+            )
+
+        return self.strategy.distribute_datasets_from_function(dataset_fn)
+
+    # Steps.
+
+    def _make_train_step(self):
+        model, optimizer = self.model, self.optimizer
+        label_smoothing = self.hp.label_smoothing
+        replicas = float(self.strategy.num_replicas_in_sync)
+
+        def loss_and_gradients(batch, global_weight):
+            with tf.GradientTape() as tape:
+                logits = model(batch, training=True)
+                loss_sum, _ = losses.smoothed_cross_entropy(
+                    logits, batch["targets"], label_smoothing
+                )
+                # Gradients are summed over replicas, so normalise by the global count.
+                loss = loss_sum / global_weight
+                if model.losses:
+                    loss += tf.add_n(model.losses) / replicas
+            grads = tape.gradient(loss, model.trainable_variables)
+            return loss_sum, grads
+
+        compiled = tf.function(loss_and_gradients, jit_compile=self.config.xla_compile)
+
+        def replica_step(batch):
+            weight = tf.reduce_sum(masks.padding_mask(batch["targets"]))
+            context = tf.distribute.get_replica_context()
+            global_weight = tf.maximum(context.all_reduce(SUM, weight), 1.0)
+            loss_sum, grads = compiled(batch, global_weight)
+            grad_norm = tf.linalg.global_norm(grads)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+            return loss_sum, weight, grad_norm
+
+        @tf.function
+        def train_step(batch):
+            loss_sum, weight, grad_norm = self.strategy.run(replica_step, args=(batch,))
+            self.step.assign_add(1)
+            return (
+                self.strategy.reduce(SUM, loss_sum, axis=None),
+                self.strategy.reduce(SUM, weight, axis=None),
+                # Mean of per-replica norms: exact on one replica; NaN if any is.
+                self.strategy.reduce(tf.distribute.ReduceOp.MEAN, grad_norm, axis=None),
+            )
+
+        return train_step
+
+    # Loop.
+
+    def train(self) -> dict[str, dict[str, float]]:
+        """Trains to config.train_steps, evaluating and checkpointing; returns final metrics."""
+        config = self.config
+        start_step = int(self.step)
+        writer = tf.summary.create_file_writer(os.path.join(self.output_dir, "train"))
+        # Reseed the shuffle on resume so a restarted run does not replay its data.
+        train_data = self.distributed_dataset(
+            problem_lib.TRAIN, seed=config.random_seed + start_step
+        )
+        paths = self.problem.filepaths(self.data_dir, problem_lib.TRAIN)
+        iterator = iter(train_data)
+        pending = []  # step outputs not yet read back to the host
+        window = _Window(start_step)
+        while int(self.step) < config.train_steps:
+            batch = tfrecord.next_element(iterator, paths)
+            pending.append(self._train_step(batch))
+            step = int(self.step)
+            boundary = step % config.local_eval_frequency == 0 or step == config.train_steps
+            if step % config.log_step_count_steps == 0 or boundary:
+                self._log_progress(window, pending, step, writer)
+                pending = []
+            if boundary:
+                self.manager.save(checkpoint_number=step)
+                if step < config.train_steps:  # the final evaluation covers the last step
+                    self._evaluate_split(self.problem.eval_split, step, config.eval_steps)
+        if pending:
+            self._log_progress(window, pending, int(self.step), writer)
+        if not self.manager.latest_checkpoint or not self.manager.latest_checkpoint.endswith(
+            f"-{int(self.step)}"
+        ):
+            self.manager.save(checkpoint_number=int(self.step))
+        return self.final_evaluation()
+
+    def _log_progress(self, window: "_Window", pending: list, step: int, writer) -> None:
+        loss_sum = sum(float(out[0]) for out in pending)
+        weight = sum(float(out[1]) for out in pending)
+        grad_norm = max(float(out[2]) for out in pending)
+        if not (math.isfinite(loss_sum) and math.isfinite(grad_norm)):
+            raise NonFiniteLossError(
+                f"non-finite loss ({loss_sum}) or gradient norm ({grad_norm}) between steps "
+                f"{window.step} and {step}; training stopped. The last good checkpoint, "
+                f"{self.manager.latest_checkpoint}, is untouched. Try a lower "
+                "learning_rate_constant, more learning_rate_warmup_steps or clip_grad_norm."
+            )
+        seconds, steps = window.advance(step)
+        loss = loss_sum / max(weight, 1.0)
+        lr = float(self.optimizer.learning_rate)
+        steps_per_sec, tokens_per_sec = steps / seconds, weight / seconds
+        logging.info(
+            "step %d: loss=%.4f lr=%.3g grad_norm=%.3g steps/s=%.2f tokens/s=%.0f",
+            step, loss, lr, grad_norm, steps_per_sec, tokens_per_sec,
+        )  # fmt: skip
+        with writer.as_default(step=step):
+            tf.summary.scalar("loss", loss)
+            tf.summary.scalar("learning_rate", lr)
+            tf.summary.scalar("grad_norm", grad_norm)
+            tf.summary.scalar("steps_per_sec", steps_per_sec)
+            tf.summary.scalar("tokens_per_sec", tokens_per_sec)
+
+    def _evaluate_split(self, split: str, step: int, max_steps: int) -> dict[str, float]:
+        dataset = self.distributed_dataset(split)
+        paths = self.problem.filepaths(self.data_dir, split)
+        metrics = evaluation.evaluate(self._eval_step, dataset, paths, max_steps)
+        logging.info(
+            "eval %s at step %d: %s",
+            split,
+            step,
+            ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()),
+        )
+        writer = tf.summary.create_file_writer(os.path.join(self.output_dir, f"eval_{split}"))
+        with writer.as_default(step=step):
+            for key, value in metrics.items():
+                tf.summary.scalar(key, value)
+        writer.flush()
+        return metrics
+
+    def final_evaluation(self) -> dict[str, dict[str, float]]:
+        """Evaluates every non-train split in full; writes metrics.json in the run dir."""
+        step = int(self.step)
+        results = {
+            split: self._evaluate_split(split, step, max_steps=-1)
+            for split in sorted(self.problem.splits)
+            if split != problem_lib.TRAIN
+        }
+        path = os.path.join(self.output_dir, METRICS_FILE)
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            json.dump({"step": step, **results}, f, indent=2, sort_keys=True)
+        os.replace(path + ".tmp", path)
+        return results
+
+
+class _Window:
+    """Wall time and steps since the last progress line."""
+
+    def __init__(self, step: int):
+        self.step = step
+        self.time = time.perf_counter()
+
+    def advance(self, step: int) -> tuple[float, int]:
+        now = time.perf_counter()
+        seconds, steps = max(now - self.time, 1e-9), step - self.step
+        self.step, self.time = step, now
+        return seconds, steps
+
+
+def train(
+    experiment: experiment_lib.Experiment, data_dir: str, output_dir: str, config: TrainConfig
+) -> dict[str, dict[str, float]]:
+    """Trains (or resumes) the experiment in output_dir; returns final eval metrics."""
+    return Trainer(experiment, data_dir, output_dir, config).train()

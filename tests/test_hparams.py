@@ -1,0 +1,83 @@
+import dataclasses
+
+import pytest
+
+from t2t_lite import hparams
+from t2t_lite.models import transformer_hparams
+
+
+def base():
+    return transformer_hparams.transformer_base()
+
+
+def test_override_casts_to_field_types():
+    hp = hparams.override(base(), "hidden_size=64, label_smoothing=0,norm_position=post")
+    assert hp.hidden_size == 64 and isinstance(hp.hidden_size, int)
+    assert hp.label_smoothing == 0.0 and isinstance(hp.label_smoothing, float)
+    assert hp.norm_position == "post"
+
+
+def test_override_empty_string_is_identity():
+    assert hparams.override(base(), "") == base()
+
+
+def test_unknown_key_names_it_and_lists_valid_keys():
+    with pytest.raises(ValueError, match=r"unknown hparam 'hiden_size'.*valid keys:.*hidden_size"):
+        hparams.override(base(), "hiden_size=3")
+
+
+@pytest.mark.parametrize("text", ["hidden_size=abc", "hidden_size=1.5", "label_smoothing=x"])
+def test_bad_value_names_key_and_type(text):
+    key = text.split("=")[0]
+    with pytest.raises(ValueError, match=rf"hparam '{key}' expects"):
+        hparams.override(base(), text)
+
+
+def test_malformed_item_is_an_error():
+    with pytest.raises(ValueError, match="key=value"):
+        hparams.override(base(), "hidden_size")
+
+
+def test_bool_parsing():
+    @dataclasses.dataclass(frozen=True)
+    class HP:
+        flag: bool = False
+
+    assert hparams.override(HP(), "flag=True").flag is True
+    assert hparams.override(HP(), "flag=0").flag is False
+    with pytest.raises(ValueError, match="'flag' expects a value of type bool"):
+        hparams.override(HP(), "flag=maybe")
+
+
+def test_hparams_are_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        base().hidden_size = 3
+
+
+@pytest.mark.parametrize(
+    "text, keys",
+    [
+        ("num_heads=7", "num_heads, hidden_size"),
+        ("norm_position=middle", "norm_position"),
+        ("attention_dropout=1.5", "attention_dropout"),
+        ("batch_size=10", "batch_size, max_length"),
+    ],
+)
+def test_invalid_combinations_name_the_keys(text, keys):
+    with pytest.raises(ValueError, match=rf"invalid hparams \({keys}\)"):
+        hparams.override(base(), text)
+
+
+def test_dict_round_trip():
+    hp = hparams.override(base(), "hidden_size=64,num_heads=4")
+    again = hparams.from_dict(transformer_hparams.TransformerHParams, hparams.to_dict(hp))
+    assert again == hp
+
+
+def test_sets_derive_from_parents():
+    big = transformer_hparams.transformer_big()
+    assert (big.hidden_size, big.filter_size, big.num_heads) == (1024, 4096, 16)
+    assert big.layer_prepostprocess_dropout == 0.3
+    assert big.num_hidden_layers == 6
+    v1 = transformer_hparams.transformer_base_v1()
+    assert v1.norm_position == "post" and v1.learning_rate_warmup_steps == 4000

@@ -1,0 +1,72 @@
+import math
+
+import numpy as np
+import tensorflow as tf
+
+from t2t_lite.layers import attention, embedding, masks, transformer_layers
+
+
+def test_padding_bias_by_hand():
+    bias = masks.padding_bias(tf.constant([[5, 3, 0]]))
+    assert bias.shape == (1, 1, 1, 3)
+    np.testing.assert_array_equal(bias.numpy().ravel(), [0.0, 0.0, masks.NEG_INF])
+
+
+def test_causal_bias_by_hand():
+    bias = masks.causal_bias(3).numpy()[0, 0]
+    n = masks.NEG_INF
+    np.testing.assert_array_equal(bias, [[0, n, n], [0, 0, n], [0, 0, 0]])
+
+
+def test_timing_signal_by_hand():
+    # C=4: timescales 1 and 1e4 -> inv_timescales [1, 1e-4]; [sin | cos] halves.
+    signal = embedding.timing_signal(3, 4).numpy()[0]
+    for pos in range(3):
+        expected = [math.sin(pos), math.sin(pos * 1e-4), math.cos(pos), math.cos(pos * 1e-4)]
+        np.testing.assert_allclose(signal[pos], expected, atol=1e-6)
+
+
+def test_timing_signal_start_offset_and_odd_channels():
+    shifted = embedding.timing_signal(2, 5, start=3).numpy()[0]
+    plain = embedding.timing_signal(5, 5).numpy()[0]
+    np.testing.assert_allclose(shifted, plain[3:5], atol=1e-6)
+    np.testing.assert_array_equal(shifted[:, 4], [0.0, 0.0])
+
+
+def test_embedding_scales_by_sqrt_depth_and_zeroes_pad():
+    layer = embedding.SharedEmbedding(5, 4)
+    layer.build()
+    layer.weights_matrix.assign(np.arange(20, dtype=np.float32).reshape(5, 4))
+    out = layer.embed(tf.constant([[2, 0]])).numpy()[0]
+    np.testing.assert_allclose(out[0], [16.0, 18.0, 20.0, 22.0])  # row 2 * sqrt(4)
+    np.testing.assert_array_equal(out[1], [0.0] * 4)
+    logits = layer.logits(tf.constant([[[1.0, 0.0, 0.0, 0.0]]]))
+    np.testing.assert_allclose(logits.numpy().ravel(), [0, 4, 8, 12, 16])
+
+
+def test_attention_ignores_masked_keys():
+    tf.random.set_seed(0)
+    layer = attention.MultiHeadAttention(8, 2, dropout=0.0)
+    query = tf.random.normal([1, 2, 8])
+    memory = tf.random.normal([1, 3, 8])
+    other = tf.concat([memory[:, :2], tf.random.normal([1, 1, 8]) * 100], axis=1)
+    bias = masks.padding_bias(tf.constant([[4, 4, 0]]))
+    np.testing.assert_allclose(layer(query, memory, bias), layer(query, other, bias), atol=1e-5)
+
+
+def test_attention_with_one_key_returns_its_projected_value():
+    layer = attention.MultiHeadAttention(4, 2, dropout=0.0)
+    memory = tf.constant([[[1.0, 2.0, 3.0, 4.0]]])
+    out = layer(tf.ones([1, 2, 4]), memory, tf.zeros([1, 1, 1, 1]))
+    expected = layer.output_projection(layer.value(memory))
+    np.testing.assert_allclose(out.numpy(), np.repeat(expected.numpy(), 2, axis=1), atol=1e-6)
+
+
+def test_post_norm_output_is_normalized_and_pre_norm_is_residual():
+    x = tf.random.normal([2, 3, 8], seed=1)
+    post = transformer_layers.Residual("post", 0.0)
+    out = post.apply(x, lambda y: 2.0 * y)
+    np.testing.assert_allclose(tf.reduce_mean(out, -1), tf.zeros([2, 3]), atol=1e-5)
+    pre = transformer_layers.Residual("pre", 0.0)
+    out = pre.apply(x, lambda y: tf.zeros_like(y))
+    np.testing.assert_allclose(out, x)

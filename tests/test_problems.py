@@ -1,0 +1,95 @@
+import filecmp
+import os
+
+import pytest
+
+from problems import algorithmic
+from t2t_lite import registry
+from t2t_lite.data import problem, tfrecord
+
+ALGORITHMIC = [n for n in registry.PROBLEMS.names() if n.startswith("algorithmic_")]
+
+
+def small(name, train=60):
+    """The registered problem with its splits shrunk (same generator)."""
+    cls = registry.PROBLEMS.get(name)
+    shrunk = type(
+        cls.__name__, (cls,), {"splits": {"train": (train, 2), "dev": (10, 1), "test": (5, 1)}}
+    )
+    shrunk.name = name
+    return shrunk()
+
+
+def all_examples(prob, data_dir, split):
+    return [ex for path in prob.filepaths(data_dir, split) for ex in tfrecord.read_records(path)]
+
+
+@pytest.mark.parametrize("name", ALGORITHMIC)
+def test_ids_within_vocab_and_eos_terminated(name, tmp_path):
+    prob = small(name)
+    prob.generate_data(str(tmp_path))
+    for split in ("train", "test"):
+        examples = all_examples(prob, str(tmp_path), split)
+        assert len(examples) == prob.splits[split][0]
+        for ex in examples:
+            for ids in ex.values():
+                assert ids[-1] == problem.EOS_ID
+                assert all(2 <= i < prob.vocab_size for i in ids[:-1])
+            assert len(ex["inputs"]) - 1 <= prob.split_length(split)
+
+
+def test_generation_is_deterministic(tmp_path):
+    prob = small("algorithmic_reverse_decimal40")
+    for d in ("a", "b", "c"):
+        prob.generate_data(str(tmp_path / d), seed=7 if d != "c" else 8)
+    names = sorted(os.listdir(tmp_path / "a"))
+    match, mismatch, errors = filecmp.cmpfiles(tmp_path / "a", tmp_path / "b", names, shallow=False)
+    assert match == names and not mismatch and not errors
+    assert not filecmp.cmp(tmp_path / "a" / names[0], tmp_path / "c" / names[0], shallow=False)
+    assert not any(n.endswith(".incomplete") for n in names)
+
+
+def test_shard_names_follow_tensor2tensor(tmp_path):
+    prob = small("algorithmic_identity_binary40")
+    assert [os.path.basename(p) for p in prob.filepaths(str(tmp_path), "train")] == [
+        "algorithmic_identity_binary40-train-00000-of-00002",
+        "algorithmic_identity_binary40-train-00001-of-00002",
+    ]
+
+
+def test_reverse_targets_are_reversed_inputs(tmp_path):
+    prob = small("algorithmic_reverse_binary40")
+    prob.generate_data(str(tmp_path))
+    for ex in all_examples(prob, str(tmp_path), "dev"):
+        assert ex["targets"][:-1] == ex["inputs"][:-1][::-1]
+
+
+@pytest.mark.parametrize("base_name, base", [("binary", 2), ("decimal", 10)])
+def test_addition_sums_and_separator_inside_vocab(base_name, base, tmp_path):
+    prob = small(f"algorithmic_addition_{base_name}40", train=200)
+    assert prob.vocab_size == base + 3 and prob.separator_id == base + 2
+    prob.generate_data(str(tmp_path))
+    for ex in all_examples(prob, str(tmp_path), "train"):
+        inputs = ex["inputs"][:-1]
+        assert inputs.count(prob.separator_id) == 1
+        sep = inputs.index(prob.separator_id)
+        n1 = algorithmic.from_digits([i - 2 for i in inputs[:sep]], base)
+        n2 = algorithmic.from_digits([i - 2 for i in inputs[sep + 1 :]], base)
+        assert algorithmic.from_digits([i - 2 for i in ex["targets"][:-1]], base) == n1 + n2
+        assert len(inputs) <= 40
+
+
+def test_digits_helpers_by_hand():
+    assert algorithmic.to_digits(6, 2) == [0, 1, 1]
+    assert algorithmic.to_digits(0, 10) == [0]
+    assert algorithmic.from_digits([3, 2, 1], 10) == 123
+
+
+def test_unknown_split_is_an_error():
+    with pytest.raises(ValueError, match="has no split 'eval'"):
+        small("algorithmic_identity_binary40").filepaths("/tmp", "eval")
+
+
+def test_missing_data_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="Run t2t-datagen"):
+        problem.get("test_identity_small").dataset(str(tmp_path), "train", 64)

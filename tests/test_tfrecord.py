@@ -1,0 +1,41 @@
+import os
+
+import pytest
+
+from t2t_lite.data import problem, tfrecord
+
+
+def test_round_trip(tmp_path):
+    examples = [
+        {"inputs": [2, 3, 1], "targets": [4, 1]},
+        {"inputs": [5, 1], "targets": [6, 7, 8, 1]},
+    ]
+    paths = tfrecord.shard_paths(str(tmp_path / "x"), 2)
+    assert tfrecord.write_shards(iter(examples), paths) == 2
+    read = [ex for path in paths for ex in tfrecord.read_records(path)]
+    assert read == examples
+    assert sorted(os.listdir(tmp_path)) == ["x-00000-of-00002", "x-00001-of-00002"]
+
+
+def _damage(path, how):
+    with open(path, "rb") as f:
+        data = f.read()
+    if how == "truncate":
+        data = data[: len(data) - 7]
+    else:  # flip a byte inside the first record's payload
+        data = data[:20] + bytes([data[20] ^ 0xFF]) + data[21:]
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+@pytest.mark.parametrize("how", ["truncate", "corrupt"])
+def test_damaged_file_is_named(how, small_data):
+    prob = problem.get("test_identity_small")
+    bad = prob.filepaths(small_data, "train")[1]
+    _damage(bad, how)
+    with pytest.raises(tfrecord.CorruptRecordError, match=os.path.basename(bad)):
+        tfrecord.check_file(bad)
+    iterator = iter(prob.dataset(small_data, "train", 64, max_length=8, seed=1))
+    with pytest.raises(tfrecord.CorruptRecordError, match=os.path.basename(bad)):
+        for _ in range(100):
+            tfrecord.next_element(iterator, prob.filepaths(small_data, "train"))

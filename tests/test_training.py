@@ -1,0 +1,118 @@
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t_lite import experiment
+from t2t_lite.training import checkpoints, trainer
+
+HPARAMS = "batch_size=64,max_length=8,learning_rate_warmup_steps=10"
+
+
+def make_trainer(data_dir, output_dir, steps, overrides=HPARAMS):
+    exp = experiment.Experiment.resolve(
+        "transformer", "test_identity_small", "transformer_test", overrides
+    )
+    config = trainer.TrainConfig(
+        train_steps=steps,
+        eval_steps=2,
+        local_eval_frequency=3,
+        log_step_count_steps=1,
+        keep_checkpoint_max=10,
+    )
+    return trainer.Trainer(exp, data_dir, output_dir, config)
+
+
+def values(variables):
+    return [v.numpy().copy() for v in variables]
+
+
+def test_checkpoint_holds_every_model_weight(small_data, tmp_path):
+    t = make_trainer(small_data, str(tmp_path / "run"), 1)
+    weights = t.model.weights
+    assert len(weights) > 10
+    # A model-only checkpoint stores every weight once, with its shape.
+    path = checkpoints.make_checkpoint(t.model).write(str(tmp_path / "model_only"))
+    stored = [
+        tuple(shape)
+        for name, shape in tf.train.list_variables(path)
+        if name.endswith(".ATTRIBUTES/VARIABLE_VALUE")
+    ]
+    assert sorted(stored) == sorted(tuple(w.shape) for w in weights)
+    # The training checkpoint (model, optimizer, step) restores every weight of
+    # a fresh model whose weights were zeroed first.
+    path = t.manager.save(checkpoint_number=0)
+    fresh = experiment.Experiment.load(str(tmp_path / "run")).build_model(t.problem.vocab_size)
+    checkpoints.build_model(fresh)
+    for w in fresh.weights:
+        w.assign(tf.zeros_like(w))
+    checkpoints.restore_model(fresh, path)
+    assert len(fresh.weights) == len(weights)
+    for trained, restored in zip(weights, fresh.weights, strict=True):
+        np.testing.assert_array_equal(trained.numpy(), restored.numpy())
+
+
+def test_resume_continues_at_same_step_with_same_state(small_data, tmp_path):
+    out = str(tmp_path / "run")
+    first = make_trainer(small_data, out, 4)
+    first.train()
+    saved_weights = values(first.model.weights)
+    saved_optimizer = values(first.optimizer.variables)
+    assert int(first.step) == 4 and int(first.optimizer.iterations) == 4
+
+    second = make_trainer(small_data, out, 6)
+    assert int(second.step) == 4
+    for a, b in zip(saved_weights, values(second.model.weights), strict=True):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(saved_optimizer, values(second.optimizer.variables), strict=True):
+        np.testing.assert_array_equal(a, b)
+    second.train()
+    assert int(second.step) == 6
+    assert tf.train.latest_checkpoint(out).endswith("model.ckpt-6")
+    assert os.path.exists(os.path.join(out, "model.ckpt-3.index"))  # every local_eval_frequency
+    with open(os.path.join(out, "metrics.json")) as f:
+        metrics = json.load(f)
+    assert metrics["step"] == 6 and set(metrics) == {"step", "dev", "test"}
+    assert metrics["dev"]["examples"] == 40
+
+
+def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(small_data, tmp_path):
+    out = str(tmp_path / "run")
+    t = make_trainer(small_data, out, 3)
+    t.train()
+    good = tf.train.latest_checkpoint(out)
+    t = make_trainer(small_data, out, 9)
+    t.model.embedding.weights_matrix.assign(t.model.embedding.weights_matrix * np.nan)
+    with pytest.raises(trainer.NonFiniteLossError, match="model.ckpt-3"):
+        t.train()
+    assert tf.train.latest_checkpoint(out) == good
+    restored = experiment.Experiment.load(out).build_model(t.problem.vocab_size)
+    checkpoints.restore_model(restored, good)
+    assert all(np.isfinite(w.numpy()).all() for w in restored.weights)
+
+
+def test_resume_with_other_hparams_is_refused(small_data, tmp_path):
+    out = str(tmp_path / "run")
+    make_trainer(small_data, out, 1)
+    with pytest.raises(ValueError, match=r"differs in: hparams.hidden_size"):
+        make_trainer(small_data, out, 1, HPARAMS + ",hidden_size=32")
+
+
+def test_experiment_file_round_trip(small_data, tmp_path):
+    out = str(tmp_path / "run")
+    t = make_trainer(small_data, out, 1)
+    loaded = experiment.Experiment.load(out)
+    assert loaded == t.experiment
+    assert loaded.hparams.batch_size == 64
+
+
+def test_data_is_generated_when_missing(tmp_path):
+    t = make_trainer(str(tmp_path / "fresh"), str(tmp_path / "run"), 1)
+    assert t.problem.has_data(str(tmp_path / "fresh"))
+
+
+def test_bad_loop_flags_are_errors():
+    with pytest.raises(ValueError, match="--train_steps must be >= 1"):
+        trainer.TrainConfig(train_steps=0)

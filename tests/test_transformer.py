@@ -1,0 +1,92 @@
+import dataclasses
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t_lite import registry
+from t2t_lite.models import transformer, transformer_hparams
+
+TRANSFORMER_SETS = [
+    n
+    for n in registry.HPARAMS.names()
+    if isinstance(registry.HPARAMS.get(n)(), transformer_hparams.TransformerHParams)
+]
+
+
+def shrink(hp):
+    """Keeps a set's structure (layers, norm, dropouts) at test size."""
+    return dataclasses.replace(
+        hp,
+        hidden_size=16,
+        filter_size=24,
+        num_heads=2,
+        num_hidden_layers=min(hp.num_hidden_layers, 2),
+    )
+
+
+def tiny_model(vocab_size=11, **overrides):
+    hp = dataclasses.replace(transformer_hparams.transformer_test(), **overrides)
+    return transformer.Transformer(hp, vocab_size)
+
+
+@pytest.mark.parametrize("name", TRANSFORMER_SETS)
+def test_forward_shapes_for_every_set(name):
+    model = transformer.Transformer(shrink(registry.HPARAMS.get(name)()), 13)
+    inputs = tf.constant([[3, 4, 5, 1, 0], [6, 1, 0, 0, 0]])
+    targets = tf.constant([[7, 8, 1], [9, 1, 0]])
+    for training in (False, True):
+        logits = model({"inputs": inputs, "targets": targets}, training=training)
+        assert logits.shape == (2, 3, 13) and logits.dtype == tf.float32
+        assert np.isfinite(logits.numpy()).all()
+
+
+def test_parameter_count_of_transformer_base_by_hand():
+    v, d, ff, n = 37000, 512, 2048, 6
+    encoder_block = 4 * d * d + (d * ff + ff + ff * d + d) + 2 * (2 * d)
+    decoder_block = 8 * d * d + (d * ff + ff + ff * d + d) + 3 * (2 * d)
+    expected = v * d + n * encoder_block + n * decoder_block + 2 * (2 * d)  # + final norms
+    model = transformer.Transformer(transformer_hparams.transformer_base(), v)
+    model({"inputs": tf.ones([1, 2], tf.int32), "targets": tf.ones([1, 2], tf.int32)})
+    assert model.count_params() == expected == 63_047_680
+
+
+@pytest.mark.parametrize("norm_position", ["pre", "post"])
+def test_decoder_is_causal(norm_position):
+    model = tiny_model(norm_position=norm_position)
+    inputs = tf.constant([[3, 4, 5, 1]])
+    a = model({"inputs": inputs, "targets": tf.constant([[6, 7, 8, 1]])})
+    b = model({"inputs": inputs, "targets": tf.constant([[6, 7, 2, 9]])})
+    # Logits at t depend on targets < t only (decoder inputs are shifted right).
+    np.testing.assert_allclose(a[:, :3], b[:, :3], atol=1e-5)
+    assert not np.allclose(a[:, 3], b[:, 3])
+
+
+def test_example_alone_equals_example_in_padded_batch():
+    model = tiny_model()
+    inputs, targets = tf.constant([[3, 4, 1]]), tf.constant([[5, 1]])
+    alone = model({"inputs": inputs, "targets": targets})
+    batch = model(
+        {
+            "inputs": tf.constant([[3, 4, 1, 0, 0], [2, 2, 2, 2, 1]]),
+            "targets": tf.constant([[5, 1, 0], [6, 6, 1]]),
+        }
+    )
+    np.testing.assert_allclose(alone[0], batch[0, :2], atol=1e-5)
+
+
+def test_dropout_only_in_training():
+    model = tiny_model(layer_prepostprocess_dropout=0.5)
+    features = {"inputs": tf.constant([[3, 4, 1]]), "targets": tf.constant([[5, 1]])}
+    np.testing.assert_array_equal(model(features), model(features))
+    assert not np.allclose(model(features, training=True), model(features, training=True))
+
+
+def test_shared_embedding_is_the_softmax():
+    model = tiny_model()
+    features = {"inputs": tf.constant([[3, 1]]), "targets": tf.constant([[4, 1]])}
+    before = model(features)
+    model.embedding.weights_matrix.assign(model.embedding.weights_matrix * 0)
+    after = model(features)
+    assert not np.allclose(before, after)
+    np.testing.assert_allclose(after, tf.zeros_like(after))
