@@ -1,0 +1,70 @@
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_binary(name, *args):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
+    return subprocess.run(
+        [sys.executable, os.path.join(ROOT, "bin", name), *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+
+
+def test_bad_hparams_key_is_one_clear_line(tmp_path):
+    result = run_binary(
+        "t2t-train",
+        "--problem=algorithmic_identity_binary40",
+        "--model=transformer",
+        "--hparams_set=transformer_tiny",
+        "--hparams=hiden_size=3",
+        f"--data_dir={tmp_path}/data",
+        f"--output_dir={tmp_path}/run",
+    )
+    assert result.returncode == 1
+    assert "t2t-train: error: unknown hparam 'hiden_size'; valid keys:" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_unknown_problem_lists_known_ones(tmp_path):
+    result = run_binary("t2t-datagen", "--problem=algorithmic_copy", f"--data_dir={tmp_path}")
+    assert result.returncode == 1
+    assert "unknown problem 'algorithmic_copy'; known problems: algorithmic_addition_binary40" in (
+        result.stderr
+    )
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+def test_datagen_then_train_prints_metrics(tmp_path):
+    data = str(tmp_path / "data")
+    gen = run_binary("t2t-datagen", "--problem=algorithmic_reverse_binary40", f"--data_dir={data}")
+    assert gen.returncode == 0, gen.stderr
+    assert "dev: 1000 examples, test: 1000 examples, train: 100000 examples" in gen.stdout
+    result = run_binary(
+        "t2t-train",
+        "--problem=algorithmic_reverse_binary40",
+        "--model=transformer",
+        "--hparams_set=transformer_test",
+        f"--data_dir={data}",
+        f"--output_dir={tmp_path}/run",
+        "--train_steps=3",
+        "--local_eval_frequency=2",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "tokens/s=" in result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[0].split() == ["split", "examples", "loss", "accuracy", "seq_acc"]
+    assert [line.split()[:2] for line in lines[1:]] == [["dev", "1000"], ["test", "1000"]]
+    assert sorted(f for f in os.listdir(tmp_path / "run") if f.endswith(".index")) == [
+        "model.ckpt-2.index",
+        "model.ckpt-3.index",
+    ]

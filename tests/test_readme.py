@@ -1,0 +1,26 @@
+import os
+import re
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def read(name):
+    with open(os.path.join(ROOT, name), encoding="utf-8") as f:
+        return f.read()
+
+
+def quickstart_commands():
+    section = read("README.md").split("## Quickstart", 1)[1]
+    block = re.search(r"```\n(.*?)```", section, re.DOTALL).group(1)
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def test_quickstart_has_exactly_two_commands():
+    commands = quickstart_commands()
+    assert len(commands) == 2
+    assert "t2t-train" in commands[0] and "pytest" in commands[1]
+
+
+def test_ci_runs_the_readme_test_command():
+    ci_lines = [line.strip() for line in read(".ci/run").splitlines()]
+    assert quickstart_commands()[1] in ci_lines
