@@ -89,7 +89,14 @@ class Trainer:
             logging.info(
                 "Resumed from %s at step %d.", self.manager.latest_checkpoint, int(self.step)
             )
-        self._train_step = self._make_train_step()
+        self._train_step = make_train_step(
+            self.model,
+            self.optimizer,
+            self.strategy,
+            self.hp.label_smoothing,
+            self.step,
+            config.xla_compile,
+        )
         self._eval_step = evaluation.make_eval_step(
             self.model, self.strategy, self.hp.label_smoothing
         )
@@ -114,48 +121,6 @@ class Trainer:
         return self.strategy.distribute_datasets_from_function(dataset_fn)
 
     # Steps.
-
-    def _make_train_step(self):
-        model, optimizer = self.model, self.optimizer
-        label_smoothing = self.hp.label_smoothing
-        replicas = float(self.strategy.num_replicas_in_sync)
-
-        def loss_and_gradients(batch, global_weight):
-            with tf.GradientTape() as tape:
-                logits = model(batch, training=True)
-                loss_sum, _ = losses.smoothed_cross_entropy(
-                    logits, batch["targets"], label_smoothing
-                )
-                # Gradients are summed over replicas, so normalise by the global count.
-                loss = loss_sum / global_weight
-                if model.losses:
-                    loss += tf.add_n(model.losses) / replicas
-            grads = tape.gradient(loss, model.trainable_variables)
-            return loss_sum, grads
-
-        compiled = tf.function(loss_and_gradients, jit_compile=self.config.xla_compile)
-
-        def replica_step(batch):
-            weight = tf.reduce_sum(masks.padding_mask(batch["targets"]))
-            context = tf.distribute.get_replica_context()
-            global_weight = tf.maximum(context.all_reduce(SUM, weight), 1.0)
-            loss_sum, grads = compiled(batch, global_weight)
-            grad_norm = tf.linalg.global_norm(grads)
-            optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-            return loss_sum, weight, grad_norm
-
-        @tf.function
-        def train_step(batch):
-            loss_sum, weight, grad_norm = self.strategy.run(replica_step, args=(batch,))
-            self.step.assign_add(1)
-            return (
-                self.strategy.reduce(SUM, loss_sum, axis=None),
-                self.strategy.reduce(SUM, weight, axis=None),
-                # Mean of per-replica norms: exact on one replica; NaN if any is.
-                self.strategy.reduce(tf.distribute.ReduceOp.MEAN, grad_norm, axis=None),
-            )
-
-        return train_step
 
     # Loop.
 
@@ -248,6 +213,55 @@ class Trainer:
             json.dump({"step": step, **results}, f, indent=2, sort_keys=True)
         os.replace(path + ".tmp", path)
         return results
+
+
+def make_train_step(
+    model: keras.Model,
+    optimizer: keras.optimizers.Optimizer,
+    strategy: tf.distribute.Strategy,
+    label_smoothing: float,
+    step: tf.Variable,
+    xla_compile: bool = False,
+):
+    """A compiled step: distributed batch -> (loss sum, non-pad tokens, gradient norm)."""
+    replicas = float(strategy.num_replicas_in_sync)
+
+    def loss_and_gradients(batch, global_weight):
+        with tf.GradientTape() as tape:
+            logits = model(batch, training=True)
+            loss_sum, _ = losses.smoothed_cross_entropy(logits, batch["targets"], label_smoothing)
+            # Gradients are summed over replicas, so normalise by the global count.
+            loss = loss_sum / global_weight
+            if model.losses:
+                loss += tf.add_n(model.losses) / replicas
+        grads = tape.gradient(loss, model.trainable_variables)
+        return loss_sum, grads
+
+    # XLA covers forward and backward; the optimizer update stays outside the
+    # compiled function, where distribution strategies can merge across replicas.
+    compiled = tf.function(loss_and_gradients, jit_compile=xla_compile)
+
+    def replica_step(batch):
+        weight = tf.reduce_sum(masks.padding_mask(batch["targets"]))
+        context = tf.distribute.get_replica_context()
+        global_weight = tf.maximum(context.all_reduce(SUM, weight), 1.0)
+        loss_sum, grads = compiled(batch, global_weight)
+        grad_norm = tf.linalg.global_norm(grads)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+        return loss_sum, weight, grad_norm
+
+    @tf.function
+    def train_step(batch):
+        loss_sum, weight, grad_norm = strategy.run(replica_step, args=(batch,))
+        step.assign_add(1)
+        return (
+            strategy.reduce(SUM, loss_sum, axis=None),
+            strategy.reduce(SUM, weight, axis=None),
+            # Mean of per-replica norms: exact on one replica; NaN if any is.
+            strategy.reduce(tf.distribute.ReduceOp.MEAN, grad_norm, axis=None),
+        )
+
+    return train_step
 
 
 class _Window:

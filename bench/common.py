@@ -1,0 +1,82 @@
+"""Benchmark helpers: machine description, matmul peak, model FLOPs."""
+
+import os
+import platform
+import statistics
+import time
+
+import tensorflow as tf
+
+
+def machine() -> dict:
+    """CPU model, core count, accelerator and TensorFlow version."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    gpus = tf.config.list_physical_devices("GPU")
+    accelerator = (
+        tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU")
+        if gpus
+        else None
+    )
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "accelerator": accelerator,
+        "tensorflow": tf.__version__,
+    }
+
+
+def matmul_peak_gflops(
+    size: int = 2048, dtype=tf.float32, repeats: int = 5, iters: int = 5
+) -> float:
+    """Best GFLOP/s of size x size matmuls, with the same threads and dtype as the model."""
+    a = tf.random.normal([size, size], dtype=tf.float32)
+    a = tf.cast(a, dtype)
+
+    @tf.function
+    def chain(x):
+        for _ in range(iters):
+            x = tf.matmul(x, a) * 0.01  # keep values bounded
+        return x
+
+    chain(a).numpy()  # trace and warm up
+    best = 0.0
+    for _ in range(repeats):
+        start = time.perf_counter()
+        chain(a).numpy()
+        seconds = time.perf_counter() - start
+        best = max(best, 2.0 * size**3 * iters / seconds / 1e9)
+    return best
+
+
+def transformer_flops_per_token(
+    hidden: int,
+    filter_size: int,
+    enc_layers: int,
+    dec_layers: int,
+    vocab: int,
+    src_len: int,
+    tgt_len: int,
+) -> float:
+    """Training FLOPs per target token: 3 x forward (forward + backward).
+
+    Forward = 2 * (r * N_enc + N_dec + d * V) plus attention scores and
+    context: 4 * d * (r * S (encoder self) + T (decoder self) + S (cross)).
+    """
+    d, ff, r = hidden, filter_size, src_len / tgt_len
+    n_enc = enc_layers * (4 * d * d + 2 * d * ff)
+    n_dec = dec_layers * (8 * d * d + 2 * d * ff)
+    dense = 2 * (r * n_enc + n_dec + d * vocab)
+    attention = 4 * d * (enc_layers * r * src_len + dec_layers * (tgt_len + src_len))
+    return 3.0 * (dense + attention)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
