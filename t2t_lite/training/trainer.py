@@ -120,8 +120,6 @@ class Trainer:
 
         return self.strategy.distribute_datasets_from_function(dataset_fn)
 
-    # Steps.
-
     # Loop.
 
     def train(self) -> dict[str, dict[str, float]]:
@@ -137,10 +135,10 @@ class Trainer:
         iterator = iter(train_data)
         pending = []  # step outputs not yet read back to the host
         window = _Window(start_step)
-        while int(self.step) < config.train_steps:
+        # A Python step count: reading the step variable would sync every step.
+        for step in range(start_step + 1, config.train_steps + 1):
             batch = tfrecord.next_element(iterator, paths)
             pending.append(self._train_step(batch))
-            step = int(self.step)
             boundary = step % config.local_eval_frequency == 0 or step == config.train_steps
             if step % config.log_step_count_steps == 0 or boundary:
                 self._log_progress(window, pending, step, writer)
@@ -149,12 +147,6 @@ class Trainer:
                 self.manager.save(checkpoint_number=step)
                 if step < config.train_steps:  # the final evaluation covers the last step
                     self._evaluate_split(self.problem.eval_split, step, config.eval_steps)
-        if pending:
-            self._log_progress(window, pending, int(self.step), writer)
-        if not self.manager.latest_checkpoint or not self.manager.latest_checkpoint.endswith(
-            f"-{int(self.step)}"
-        ):
-            self.manager.save(checkpoint_number=int(self.step))
         return self.final_evaluation()
 
     def _log_progress(self, window: "_Window", pending: list, step: int, writer) -> None:
