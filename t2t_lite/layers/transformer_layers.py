@@ -1,5 +1,6 @@
 """Feed-forward sublayer and the encoder/decoder blocks and stacks."""
 
+import dataclasses
 from collections.abc import Callable
 
 import keras
@@ -52,26 +53,17 @@ class Residual(keras.layers.Layer):
         return self.norm(x + self.dropout(sublayer(x), training=training))
 
 
+@dataclasses.dataclass(frozen=True)
 class BlockConfig:
     """Plain arguments shared by encoder and decoder blocks."""
 
-    def __init__(
-        self,
-        hidden_size: int,
-        filter_size: int,
-        num_heads: int,
-        norm_position: str,
-        layer_prepostprocess_dropout: float,
-        attention_dropout: float,
-        relu_dropout: float,
-    ):
-        self.hidden_size = hidden_size
-        self.filter_size = filter_size
-        self.num_heads = num_heads
-        self.norm_position = norm_position
-        self.layer_prepostprocess_dropout = layer_prepostprocess_dropout
-        self.attention_dropout = attention_dropout
-        self.relu_dropout = relu_dropout
+    hidden_size: int
+    filter_size: int
+    num_heads: int
+    norm_position: str
+    layer_prepostprocess_dropout: float
+    attention_dropout: float
+    relu_dropout: float
 
     def attention(self, name: str) -> attention.MultiHeadAttention:
         return attention.MultiHeadAttention(
