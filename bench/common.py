@@ -2,7 +2,6 @@
 
 import os
 import platform
-import statistics
 import time
 
 import tensorflow as tf
@@ -76,7 +75,3 @@ def transformer_flops_per_token(
     dense = 2 * (r * n_enc + n_dec + d * vocab)
     attention = 4 * d * (enc_layers * r * src_len + dec_layers * (tgt_len + src_len))
     return 3.0 * (dense + attention)
-
-
-def median(values: list[float]) -> float:
-    return statistics.median(values)

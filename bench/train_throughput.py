@@ -8,6 +8,7 @@ measured in the same run with the same threads.
 
 import json
 import os
+import statistics
 import sys
 import time
 
@@ -33,18 +34,14 @@ def main(argv):
     import tensorflow as tf
 
     from t2t_lite import experiment
-    from t2t_lite.training import checkpoints, schedules, trainer
+    from t2t_lite.training import trainer
 
     exp = experiment.Experiment.resolve(
         "transformer", "algorithmic_identity_decimal40", FLAGS.hparams_set, FLAGS.hparams
     )
     hp = exp.hparams
     strategy = tf.distribute.get_strategy()
-    model = exp.build_model(FLAGS.vocab_size)
-    checkpoints.build_model(model)
-    optimizer = schedules.make_optimizer(hp)
-    optimizer.build(model.trainable_variables)
-    step = tf.Variable(0, dtype=tf.int64, trainable=False)
+    model, optimizer, step = trainer.build_training_state(exp, FLAGS.vocab_size)
     train_step = trainer.make_train_step(
         model, optimizer, strategy, hp.label_smoothing, step, FLAGS.xla_compile
     )
@@ -65,7 +62,7 @@ def main(argv):
             out = train_step(batch)
         out[0].numpy()
         rates.append(rows * FLAGS.length * FLAGS.steps / (time.perf_counter() - start))
-    tokens_per_sec = common.median(rates)
+    tokens_per_sec = statistics.median(rates)
     flops_per_token = common.transformer_flops_per_token(
         hp.hidden_size,
         hp.filter_size,

@@ -73,11 +73,9 @@ class Trainer:
             self.problem.generate_data(data_dir, seed=config.random_seed)
         keras.utils.set_random_seed(config.random_seed)
         with self.strategy.scope():
-            self.model = experiment.build_model(self.problem.vocab_size)
-            checkpoints.build_model(self.model)
-            self.optimizer = schedules.make_optimizer(self.hp)
-            self.optimizer.build(self.model.trainable_variables)
-            self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+            self.model, self.optimizer, self.step = build_training_state(
+                experiment, self.problem.vocab_size
+            )
         self.checkpoint = checkpoints.make_checkpoint(self.model, self.optimizer, self.step)
         self.manager = checkpoints.make_manager(
             self.checkpoint, output_dir, config.keep_checkpoint_max
@@ -97,6 +95,7 @@ class Trainer:
             self.step,
             config.xla_compile,
         )
+        self._eval_writers: dict[str, tf.summary.SummaryWriter] = {}
         self._eval_step = evaluation.make_eval_step(
             self.model, self.strategy, self.hp.label_smoothing
         )
@@ -185,7 +184,11 @@ class Trainer:
             step,
             ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()),
         )
-        writer = tf.summary.create_file_writer(os.path.join(self.output_dir, f"eval_{split}"))
+        if split not in self._eval_writers:
+            self._eval_writers[split] = tf.summary.create_file_writer(
+                os.path.join(self.output_dir, f"eval_{split}")
+            )
+        writer = self._eval_writers[split]
         with writer.as_default(step=step):
             for key, value in metrics.items():
                 tf.summary.scalar(key, value)
@@ -205,6 +208,21 @@ class Trainer:
             json.dump({"step": step, **results}, f, indent=2, sort_keys=True)
         os.replace(path + ".tmp", path)
         return results
+
+
+def build_training_state(
+    experiment: experiment_lib.Experiment, vocab_size: int
+) -> tuple[keras.Model, keras.optimizers.Optimizer, tf.Variable]:
+    """A built model, an optimizer built over its weights, and the step counter.
+
+    Call inside the strategy's scope: variables are created here.
+    """
+    model = experiment.build_model(vocab_size)
+    checkpoints.build_model(model)
+    optimizer = schedules.make_optimizer(experiment.hparams)
+    optimizer.build(model.trainable_variables)
+    step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+    return model, optimizer, step
 
 
 def make_train_step(
