@@ -1,5 +1,6 @@
 """Helpers shared by the absl binaries: user-facing errors and reports."""
 
+import os
 import sys
 from collections.abc import Callable
 
@@ -29,12 +30,29 @@ def run(program: str, fn: Callable[[], None]) -> None:
         sys.exit(1)
 
 
+# Model metrics shown when present: ACT's mean ponder time (N + R) per stack.
+PONDER_COLUMNS = (("encoder_ponder_time", "enc_ponder"), ("decoder_ponder_time", "dec_ponder"))
+
+
 def format_metrics(results: dict[str, dict[str, float]]) -> str:
     """A small table: one row per split."""
-    lines = [f"{'split':<8} {'examples':>8} {'loss':>8} {'accuracy':>9} {'seq_acc':>8}"]
+    extra = [
+        (key, title) for key, title in PONDER_COLUMNS if any(key in m for m in results.values())
+    ]
+    header = f"{'split':<8} {'examples':>8} {'loss':>8} {'accuracy':>9} {'seq_acc':>8}"
+    lines = [header + "".join(f" {title:>10}" for _, title in extra)]
     for split, m in results.items():
         lines.append(
             f"{split:<8} {m['examples']:>8d} {m['loss']:>8.4f} {m['accuracy']:>9.4f} "
             f"{m['sequence_accuracy']:>8.4f}"
+            + "".join(f" {m.get(key, float('nan')):>10.3f}" for key, _ in extra)
         )
     return "\n".join(lines)
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Writes text to path through a temporary file, so readers never see half of it."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)

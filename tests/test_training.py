@@ -11,9 +11,11 @@ from t2t_lite.training import checkpoints, trainer
 HPARAMS = "batch_size=64,max_length=8,learning_rate_warmup_steps=10"
 
 
-def make_trainer(data_dir, output_dir, steps, overrides=HPARAMS):
+def make_trainer(
+    data_dir, output_dir, steps, overrides=HPARAMS, model="transformer", hparams_set=None
+):
     exp = experiment.Experiment.resolve(
-        "transformer", "test_identity_small", "transformer_test", overrides
+        model, "test_identity_small", hparams_set or f"{model}_test", overrides
     )
     config = trainer.TrainConfig(
         train_steps=steps,
@@ -116,3 +118,33 @@ def test_data_is_generated_when_missing(tmp_path):
 def test_bad_loop_flags_are_errors():
     with pytest.raises(ValueError, match="--train_steps must be >= 1"):
         trainer.TrainConfig(train_steps=0)
+
+
+def summary_tags(directory):
+    tags = set()
+    for name in os.listdir(directory):
+        for event in tf.compat.v1.train.summary_iterator(os.path.join(directory, name)):
+            tags.update(value.tag for value in event.summary.value)
+    return tags
+
+
+def test_adaptive_ut_trains_and_reports_ponder_statistics(small_data, tmp_path, caplog):
+    out = str(tmp_path / "run")
+    t = make_trainer(
+        small_data,
+        out,
+        3,
+        model="universal_transformer",
+        hparams_set="adaptive_universal_transformer_test",
+    )
+    with caplog.at_level("INFO"):
+        results = t.train()
+    ponder = ("encoder_ponder_time", "encoder_act_steps", "decoder_ponder_time")
+    assert set(ponder) <= summary_tags(os.path.join(out, "train"))
+    assert "aux_loss" in summary_tags(os.path.join(out, "train"))
+    assert set(ponder) <= summary_tags(os.path.join(out, "eval_dev"))
+    progress = [r.getMessage() for r in caplog.records if r.getMessage().startswith("step 3:")]
+    assert progress and "encoder_ponder_time=" in progress[0]
+    for split in ("dev", "test"):
+        assert 1.0 <= results[split]["encoder_ponder_time"] <= 4.0 + 1.0
+        assert 1.0 <= results[split]["decoder_act_steps"] <= 4.0

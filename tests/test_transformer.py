@@ -10,7 +10,7 @@ from t2t_lite.models import transformer, transformer_hparams
 TRANSFORMER_SETS = [
     n
     for n in registry.HPARAMS.names()
-    if isinstance(registry.HPARAMS.get(n)(), transformer_hparams.TransformerHParams)
+    if type(registry.HPARAMS.get(n)()) is transformer_hparams.TransformerHParams
 ]
 
 

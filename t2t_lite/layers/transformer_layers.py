@@ -1,4 +1,4 @@
-"""Feed-forward sublayer and the encoder/decoder blocks and stacks."""
+"""Residual wrapping and the encoder/decoder blocks and stacks."""
 
 import dataclasses
 from collections.abc import Callable
@@ -6,23 +6,10 @@ from collections.abc import Callable
 import keras
 import tensorflow as tf
 
-from t2t_lite.layers import attention
+from t2t_lite.layers import attention, transition
 
 NORM_POSITIONS = ("pre", "post")
 LAYER_NORM_EPSILON = 1e-6
-
-
-class FeedForward(keras.layers.Layer):
-    """Position-wise FFN: Dense(filter, relu) -> dropout -> Dense(hidden)."""
-
-    def __init__(self, hidden_size: int, filter_size: int, relu_dropout: float, **kwargs):
-        super().__init__(**kwargs)
-        self.inner = keras.layers.Dense(filter_size, activation="relu", name="inner")
-        self.outer = keras.layers.Dense(hidden_size, name="outer")
-        self.dropout = keras.layers.Dropout(relu_dropout)
-
-    def call(self, x, training=False):
-        return self.outer(self.dropout(self.inner(x), training=training))
 
 
 class Residual(keras.layers.Layer):
@@ -64,6 +51,8 @@ class BlockConfig:
     layer_prepostprocess_dropout: float
     attention_dropout: float
     relu_dropout: float
+    # The transition function: "fc" (position-wise FFN) or "sepconv".
+    transition: str = "fc"
 
     def attention(self, name: str) -> attention.MultiHeadAttention:
         return attention.MultiHeadAttention(
@@ -73,8 +62,10 @@ class BlockConfig:
     def residual(self, name: str) -> Residual:
         return Residual(self.norm_position, self.layer_prepostprocess_dropout, name=name)
 
-    def feed_forward(self) -> FeedForward:
-        return FeedForward(self.hidden_size, self.filter_size, self.relu_dropout, name="ffn")
+    def transition_layer(self, causal: bool) -> keras.layers.Layer:
+        return transition.make_transition(
+            self.transition, self.hidden_size, self.filter_size, self.relu_dropout, causal
+        )
 
 
 class EncoderBlock(keras.layers.Layer):
@@ -84,19 +75,20 @@ class EncoderBlock(keras.layers.Layer):
         super().__init__(**kwargs)
         self.self_attention = config.attention("self_attention")
         self.self_attention_residual = config.residual("self_attention_residual")
-        self.ffn = config.feed_forward()
+        self.ffn = config.transition_layer(causal=False)
         self.ffn_residual = config.residual("ffn_residual")
 
     def build(self, input_shape):
         # Sublayers build on first call; there is no state of this layer's own.
         pass
 
-    def call(self, x, bias, training=False):
+    def call(self, x, bias, nonpadding=None, training=False):
+        """x [B, S, C], bias [B, 1, 1, S]; nonpadding [B, S, 1] is needed by "sepconv"."""
         x = self.self_attention_residual.apply(
             x, lambda y: self.self_attention(y, y, bias, training=training), training=training
         )
         return self.ffn_residual.apply(
-            x, lambda y: self.ffn(y, training=training), training=training
+            x, lambda y: self.ffn(y, nonpadding, training=training), training=training
         )
 
 
@@ -109,7 +101,7 @@ class DecoderBlock(keras.layers.Layer):
         self.self_attention_residual = config.residual("self_attention_residual")
         self.cross_attention = config.attention("encdec_attention")
         self.cross_attention_residual = config.residual("encdec_attention_residual")
-        self.ffn = config.feed_forward()
+        self.ffn = config.transition_layer(causal=True)
         self.ffn_residual = config.residual("ffn_residual")
 
     def build(self, input_shape):

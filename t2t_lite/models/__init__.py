@@ -1,3 +1,8 @@
 """Models and their hparams sets; importing this registers them."""
 
-from t2t_lite.models import transformer, transformer_hparams  # noqa: F401
+from t2t_lite.models import (  # noqa: F401
+    transformer,
+    transformer_hparams,
+    universal_transformer,
+    universal_transformer_hparams,
+)

@@ -28,23 +28,30 @@ class Transformer(keras.Model):
         )
         self.input_dropout = keras.layers.Dropout(hparams.layer_prepostprocess_dropout)
         self.target_dropout = keras.layers.Dropout(hparams.layer_prepostprocess_dropout)
-        config = self.block_config()
-        self.encoder = transformer_layers.Stack(
+        self.encoder, self.decoder = self.make_stacks(self.block_config())
+
+    def make_stacks(
+        self, config: transformer_layers.BlockConfig
+    ) -> tuple[keras.layers.Layer, keras.layers.Layer]:
+        """The encoder and decoder: num_encoder_layers / num_decoder_layers blocks."""
+        hp = self.hparams
+        encoder = transformer_layers.Stack(
             tuple(
                 transformer_layers.EncoderBlock(config, name=f"layer_{i}")
-                for i in range(hparams.encoder_layers)
+                for i in range(hp.encoder_layers)
             ),
-            hparams.norm_position,
+            hp.norm_position,
             name="encoder",
         )
-        self.decoder = transformer_layers.Stack(
+        decoder = transformer_layers.Stack(
             tuple(
                 transformer_layers.DecoderBlock(config, name=f"layer_{i}")
-                for i in range(hparams.decoder_layers)
+                for i in range(hp.decoder_layers)
             ),
-            hparams.norm_position,
+            hp.norm_position,
             name="decoder",
         )
+        return encoder, decoder
 
     def block_config(self) -> transformer_layers.BlockConfig:
         hp = self.hparams
@@ -89,6 +96,14 @@ class Transformer(keras.Model):
     def call(self, features, training=False):
         encoded, bias = self.encode(features["inputs"], training=training)
         return self.decode(features["targets"], encoded, bias, training=training)
+
+    def forward(self, features, training=False) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+        """Logits [B, T, V] and auxiliary outputs (none for the Transformer).
+
+        The trainer calls this: an auxiliary "loss" is added to the training
+        loss and every other entry is a scalar metric it logs.
+        """
+        return self(features, training=training), {}
 
 
 def timing_signal_like(x: tf.Tensor) -> tf.Tensor:

@@ -9,6 +9,7 @@ from t2t_lite.data import tfrecord
 from t2t_lite.training import losses
 
 SUM = tf.distribute.ReduceOp.SUM
+AUX = "aux/"
 
 
 def make_eval_step(
@@ -17,10 +18,13 @@ def make_eval_step(
     """A compiled step returning summed counts for one distributed batch."""
 
     def replica_step(batch):
-        logits = model(batch, training=False)
+        logits, aux = model.forward(batch, training=False)
         loss_sum, weight = losses.smoothed_cross_entropy(logits, batch["targets"], label_smoothing)
         counts = losses.accuracy_counts(logits, batch["targets"])
-        counts.update(loss_sum=loss_sum, weight=weight)
+        counts.update(loss_sum=loss_sum, weight=weight, batches=tf.constant(1.0))
+        # The model's metrics (e.g. ponder time) are per-batch means: summed
+        # here, divided by the batch count in `summarize`.
+        counts.update({f"{AUX}{key}": value for key, value in aux.items() if key != "loss"})
         return counts
 
     # Eval batches end with a partial batch and long splits have several
@@ -55,12 +59,17 @@ def evaluate(
 
 
 def summarize(totals: dict[str, float]) -> dict[str, float]:
-    """Sums -> loss, accuracy, sequence_accuracy and the example count."""
+    """Sums -> loss, accuracy, sequence_accuracy, the example count and model metrics."""
     if not totals or totals["tokens"] == 0:
         return {"loss": float("nan"), "accuracy": 0.0, "sequence_accuracy": 0.0, "examples": 0}
-    return {
+    metrics = {
         "loss": totals["loss_sum"] / totals["weight"],
         "accuracy": totals["correct_tokens"] / totals["tokens"],
         "sequence_accuracy": totals["correct_sequences"] / totals["sequences"],
         "examples": int(totals["sequences"]),
     }
+    for key, value in totals.items():
+        if key.startswith(AUX):
+            # Per-replica batch means and replica-batch counts were both summed.
+            metrics[key[len(AUX) :]] = value / totals["batches"]
+    return metrics

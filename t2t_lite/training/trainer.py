@@ -163,9 +163,14 @@ class Trainer:
         loss = loss_sum / max(weight, 1.0)
         lr = float(self.optimizer.learning_rate)
         steps_per_sec, tokens_per_sec = steps / seconds, weight / seconds
+        # The model's own metrics (ACT's ponder time and loop trips), averaged over the window.
+        extra = {
+            key: sum(float(out[3][key]) for out in pending) / len(pending) for key in pending[0][3]
+        }
         logging.info(
-            "step %d: loss=%.4f lr=%.3g grad_norm=%.3g steps/s=%.2f tokens/s=%.0f",
+            "step %d: loss=%.4f lr=%.3g grad_norm=%.3g steps/s=%.2f tokens/s=%.0f%s",
             step, loss, lr, grad_norm, steps_per_sec, tokens_per_sec,
+            "".join(f" {key}={value:.4g}" for key, value in sorted(extra.items())),
         )  # fmt: skip
         with writer.as_default(step=step):
             tf.summary.scalar("loss", loss)
@@ -173,6 +178,8 @@ class Trainer:
             tf.summary.scalar("grad_norm", grad_norm)
             tf.summary.scalar("steps_per_sec", steps_per_sec)
             tf.summary.scalar("tokens_per_sec", tokens_per_sec)
+            for key, value in extra.items():
+                tf.summary.scalar(key, value)
 
     def _evaluate_split(self, split: str, step: int, max_steps: int) -> dict[str, float]:
         dataset = self.distributed_dataset(split)
@@ -233,19 +240,26 @@ def make_train_step(
     step: tf.Variable,
     xla_compile: bool = False,
 ):
-    """A compiled step: distributed batch -> (loss sum, non-pad tokens, gradient norm)."""
+    """A compiled step: distributed batch -> (loss sum, non-pad tokens, gradient norm, metrics).
+
+    metrics are the model's auxiliary outputs (e.g. ponder time), averaged over
+    replicas, plus "aux_loss" when the model adds a loss of its own.
+    """
     replicas = float(strategy.num_replicas_in_sync)
 
     def loss_and_gradients(batch, global_weight):
         with tf.GradientTape() as tape:
-            logits = model(batch, training=True)
+            logits, aux = model.forward(batch, training=True)
             loss_sum, _ = losses.smoothed_cross_entropy(logits, batch["targets"], label_smoothing)
             # Gradients are summed over replicas, so normalise by the global count.
             loss = loss_sum / global_weight
-            if model.losses:
-                loss += tf.add_n(model.losses) / replicas
+            metrics = dict(aux)
+            extra = metrics.pop("loss", None)
+            if extra is not None:  # e.g. ACT's ponder cost, a per-replica mean
+                loss += extra / replicas
+                metrics["aux_loss"] = extra
         grads = tape.gradient(loss, model.trainable_variables)
-        return loss_sum, grads
+        return loss_sum, grads, metrics
 
     # XLA covers forward and backward; the optimizer update stays outside the
     # compiled function, where distribution strategies can merge across replicas.
@@ -255,20 +269,22 @@ def make_train_step(
         weight = tf.reduce_sum(masks.padding_mask(batch["targets"]))
         context = tf.distribute.get_replica_context()
         global_weight = tf.maximum(context.all_reduce(SUM, weight), 1.0)
-        loss_sum, grads = compiled(batch, global_weight)
+        loss_sum, grads, metrics = compiled(batch, global_weight)
         grad_norm = tf.linalg.global_norm(grads)
         optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-        return loss_sum, weight, grad_norm
+        return loss_sum, weight, grad_norm, metrics
 
     @tf.function
     def train_step(batch):
-        loss_sum, weight, grad_norm = strategy.run(replica_step, args=(batch,))
+        loss_sum, weight, grad_norm, metrics = strategy.run(replica_step, args=(batch,))
         step.assign_add(1)
+        mean = tf.distribute.ReduceOp.MEAN
         return (
             strategy.reduce(SUM, loss_sum, axis=None),
             strategy.reduce(SUM, weight, axis=None),
             # Mean of per-replica norms: exact on one replica; NaN if any is.
-            strategy.reduce(tf.distribute.ReduceOp.MEAN, grad_norm, axis=None),
+            strategy.reduce(mean, grad_norm, axis=None),
+            {key: strategy.reduce(mean, value, axis=None) for key, value in metrics.items()},
         )
 
     return train_step

@@ -1,0 +1,130 @@
+"""Train several models on several problems and tabulate them beside the UT paper.
+
+The Universal Transformer paper's Table 4 trains on algorithmic sequences of
+length 40 and tests on length 400. `run` does the same at any scale and
+`markdown_table` sets the results beside the paper's numbers.
+"""
+
+import dataclasses
+import json
+import os
+
+from t2t_lite import experiment
+from t2t_lite.training import trainer
+
+# UT paper, Table 4 (train length 40, test length 400): (char-acc, seq-acc).
+PAPER_TABLE4 = {
+    "copy": {"transformer": (0.53, 0.03), "universal_transformer": (0.91, 0.35)},
+    "reverse": {"transformer": (0.13, 0.06), "universal_transformer": (0.96, 0.46)},
+    "addition": {"transformer": (0.07, 0.0), "universal_transformer": (0.34, 0.02)},
+}
+TASKS = {"identity": "copy", "reverse": "reverse", "addition": "addition"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """A model to compare: a display label, a registered model and hparams set."""
+
+    label: str
+    model: str
+    hparams_set: str
+    paper_row: str  # key into PAPER_TABLE4's rows
+
+
+ENTRIES = {
+    "transformer": Entry(
+        "Transformer", "transformer", "transformer_algorithmic_tiny", "transformer"
+    ),
+    "universal_transformer": Entry(
+        "UT",
+        "universal_transformer",
+        "universal_transformer_algorithmic_tiny",
+        "universal_transformer",
+    ),
+    "adaptive_universal_transformer": Entry(
+        "UT + ACT",
+        "universal_transformer",
+        "adaptive_universal_transformer_algorithmic_tiny",
+        "universal_transformer",
+    ),
+}
+
+
+def task_of(problem: str) -> str | None:
+    """algorithmic_reverse_decimal20 -> "reverse"; None for non-algorithmic problems."""
+    parts = problem.split("_")
+    if len(parts) == 3 and parts[0] == "algorithmic":
+        return TASKS.get(parts[1])
+    return None
+
+
+def parse_entries(names: list[str]) -> list[Entry]:
+    """Names of ENTRIES -> entries; an unknown name is an error listing the known ones."""
+    unknown = [n for n in names if n not in ENTRIES]
+    if unknown:
+        raise ValueError(f"--models: unknown {unknown}; known: {', '.join(ENTRIES)}")
+    return [ENTRIES[n] for n in names]
+
+
+def run(
+    problems: list[str],
+    entries: list[Entry],
+    data_dir: str,
+    output_dir: str,
+    config: trainer.TrainConfig,
+) -> list[dict]:
+    """Trains each entry on each problem (resuming finished runs) -> result rows."""
+    experiments = [
+        (problem, entry, experiment.Experiment.resolve(entry.model, problem, entry.hparams_set))
+        for problem in problems
+        for entry in entries
+    ]  # resolved first, so a bad name fails before any training
+    rows = []
+    for problem, entry, exp in experiments:
+        run_dir = os.path.join(output_dir, problem, entry.hparams_set)
+        results = _finished(run_dir, config.train_steps) or trainer.train(
+            exp, data_dir, run_dir, config
+        )
+        rows.append({"problem": problem, "entry": entry, "results": results})
+    return rows
+
+
+def _finished(run_dir: str, train_steps: int) -> dict | None:
+    """The metrics of a run that already reached train_steps, else None."""
+    path = os.path.join(run_dir, trainer.METRICS_FILE)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        metrics = json.load(f)
+    if metrics.pop("step", None) != train_steps:
+        return None
+    return metrics
+
+
+def _cell(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def markdown_table(rows: list[dict], long_split: str = "test", short_split: str = "dev") -> str:
+    """One line per (problem, model): long-split char/seq accuracy beside the paper's."""
+    header = (
+        "| task | model | char-acc | seq-acc | paper char-acc | paper seq-acc "
+        "| seq-acc at training lengths | ponder time (enc/dec) |"
+    )
+    lines = [header, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for row in rows:
+        entry, results = row["entry"], row["results"]
+        long, short = results[long_split], results[short_split]
+        task = task_of(row["problem"])
+        paper = PAPER_TABLE4.get(task, {}).get(entry.paper_row, (None, None))
+        ponder = (
+            f"{long['encoder_ponder_time']:.2f} / {long['decoder_ponder_time']:.2f}"
+            if "encoder_ponder_time" in long
+            else "-"
+        )
+        lines.append(
+            f"| {task or row['problem']} | {entry.label} | {long['accuracy']:.2f} "
+            f"| {long['sequence_accuracy']:.2f} | {_cell(paper[0])} | {_cell(paper[1])} "
+            f"| {short['sequence_accuracy']:.2f} | {ponder} |"
+        )
+    return "\n".join(lines)

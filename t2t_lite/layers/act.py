@@ -1,0 +1,138 @@
+"""Adaptive Computation Time (Graves, 2016), per position, as in the UT paper (2.2)."""
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import keras
+import tensorflow as tf
+
+ACT_TYPES = ("accumulated", "basic")
+
+
+class PonderStats(NamedTuple):
+    """Per-position pondering of one ACT loop."""
+
+    n_updates: tf.Tensor  # [B, L] steps that updated the position (0 at padding)
+    remainders: tf.Tensor  # [B, L] weight R given at the halting step (0 at padding)
+    steps: tf.Tensor  # [] int32, loop trips executed (compute actually spent)
+
+    def ponder_time(self) -> tf.Tensor:
+        """N + R per position [B, L]: the quantity the ponder cost penalises."""
+        return self.n_updates + self.remainders
+
+    def mean_ponder_time(self, nonpadding: tf.Tensor) -> tf.Tensor:
+        """Mean of N + R over non-pad positions (nonpadding [B, L]) -> []."""
+        nonpadding = tf.cast(nonpadding, tf.float32)
+        total = tf.reduce_sum(self.ponder_time() * nonpadding)
+        return total / tf.maximum(tf.reduce_sum(nonpadding), 1.0)
+
+
+class AdaptiveComputationTime(keras.layers.Layer):
+    """Runs a step function until each position halts, combining its step states.
+
+    At step t (1-based) the step function maps the carried state to s_t and a
+    sigmoid unit (bias initialised to `halting_bias_init`) gives each running
+    position a halting probability p_t = sigmoid(W s_t + b) (Graves: from the
+    new state). A position halts at the first step whose p would take its
+    accumulated probability past 1 - epsilon, or at `max_steps`, whichever
+    comes first, and then gets the remainder R = 1 - (sum of its earlier p).
+    Its step weights (p_1 .. p_{N-1}, R) therefore sum to exactly 1, also for
+    positions forced to halt at `max_steps`.
+
+    Halted positions keep their state unchanged for the remaining steps (the
+    paper's copy), so other positions attend to their final state and the
+    result for a position does not depend on what else is in the batch.
+    Padding positions count as halted from the start.
+
+    act_type:
+      "accumulated": output = sum_t w_t s_t (Graves' weighted sum; the paper).
+      "basic": tensor2tensor's running interpolation,
+        o_t = w_t s_t + (1 - w_t) o_{t-1} with o_0 = 0, so step t's state ends
+        up weighted by w_t * prod_{u>t} (1 - w_u).
+
+    The loop ends when every non-pad position has halted.
+    """
+
+    def __init__(
+        self,
+        max_steps: int,
+        epsilon: float,
+        act_type: str = "accumulated",
+        halting_bias_init: float = 1.0,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if max_steps < 1:
+            raise ValueError(f"act_max_steps must be >= 1, got {max_steps}")
+        if act_type not in ACT_TYPES:
+            raise ValueError(f"act_type must be one of {ACT_TYPES}, got {act_type!r}")
+        if not 0.0 < epsilon < 1.0:
+            raise ValueError(f"act_epsilon must be in (0, 1), got {epsilon}")
+        self.max_steps = max_steps
+        self.threshold = 1.0 - epsilon
+        self.act_type = act_type
+        self.halting = keras.layers.Dense(
+            1,
+            activation="sigmoid",
+            bias_initializer=keras.initializers.Constant(halting_bias_init),
+            name="halting",
+        )
+
+    def build(self, input_shape):
+        self.halting.build(input_shape)
+
+    def apply(
+        self,
+        state: tf.Tensor,
+        step_fn: Callable[[tf.Tensor, tf.Tensor], tf.Tensor],
+        nonpadding: tf.Tensor,
+        training: bool = False,
+    ) -> tuple[tf.Tensor, PonderStats]:
+        """state [B, L, C], step_fn(state, step) -> [B, L, C], nonpadding [B, L].
+
+        Returns the combined output [B, L, C] and the ponder statistics.
+        (`apply`, not `__call__`: Keras only takes tensors as call arguments.)
+        """
+        if not self.built:
+            self.build(state.shape)
+        running = tf.cast(nonpadding, tf.float32)  # [B, L] 1 while not halted
+        zeros = tf.zeros_like(running)  # [B, L]
+
+        def body(step, state, output, accumulated, remainders, n_updates, running):
+            step += 1
+            new_state = step_fn(state, step)  # [B, L, C]
+            p = tf.cast(tf.squeeze(self.halting(new_state), -1), tf.float32)  # [B, L]
+            last = tf.cast(step >= self.max_steps, tf.float32)
+            passes = tf.cast(accumulated + p * running > self.threshold, tf.float32)
+            halts = running * tf.maximum(passes, last)  # [B, L] halting at this step
+            continues = running - halts
+            accumulated += p * continues
+            remainder = halts * (1.0 - accumulated)  # [B, L] gradient flows to earlier p
+            weight = p * continues + remainder  # [B, L] this step's share
+            w = tf.cast(weight[..., tf.newaxis], state.dtype)  # [B, L, 1]
+            if self.act_type == "accumulated":
+                output += w * new_state
+            else:
+                output = w * new_state + (1.0 - w) * output
+            # Positions that were running take the new state; halted ones keep theirs.
+            state = tf.where(running[..., tf.newaxis] > 0, new_state, state)
+            return (
+                step,
+                state,
+                output,
+                accumulated + remainder,
+                remainders + remainder,
+                n_updates + running,
+                continues,
+            )
+
+        def cond(step, state, output, accumulated, remainders, n_updates, running):
+            return tf.logical_and(step < self.max_steps, tf.reduce_any(running > 0))
+
+        step, _, output, _, remainders, n_updates, _ = tf.while_loop(
+            cond,
+            body,
+            (tf.constant(0), state, tf.zeros_like(state), zeros, zeros, zeros, running),
+            maximum_iterations=self.max_steps,
+        )
+        return output, PonderStats(n_updates, remainders, step)

@@ -1,0 +1,77 @@
+"""Transition functions: the position-wise FFN and the depthwise-separable convolution."""
+
+import keras
+import tensorflow as tf
+
+TRANSITIONS = ("fc", "sepconv")
+
+
+class FeedForward(keras.layers.Layer):
+    """Position-wise FFN: Dense(filter, relu) -> dropout -> Dense(hidden)."""
+
+    def __init__(self, hidden_size: int, filter_size: int, relu_dropout: float, **kwargs):
+        super().__init__(**kwargs)
+        self.inner = keras.layers.Dense(filter_size, activation="relu", name="inner")
+        self.outer = keras.layers.Dense(hidden_size, name="outer")
+        self.dropout = keras.layers.Dropout(relu_dropout)
+
+    def call(self, x, nonpadding=None, training=False):
+        # `nonpadding` is accepted so both transitions share one signature;
+        # a position-wise function needs no mask.
+        return self.outer(self.dropout(self.inner(x), training=training))
+
+
+class SeparableConvolution(keras.layers.Layer):
+    """Depthwise-separable conv (relu, to filter_size) -> dropout -> separable conv.
+
+    tensor2tensor's `sepconv` transition for the Universal Transformer:
+    kernel widths 3 then 5. Padding positions are zeroed before each
+    convolution so they never leak into real ones. `causal=True` (the decoder)
+    pads on the left only, so position t sees positions <= t.
+    """
+
+    def __init__(
+        self,
+        hidden_size: int,
+        filter_size: int,
+        relu_dropout: float,
+        causal: bool,
+        kernel_sizes: tuple[int, int] = (3, 5),
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.causal = causal
+        self.kernel_sizes = kernel_sizes
+        self.inner = keras.layers.SeparableConv1D(
+            filter_size, kernel_sizes[0], activation="relu", name="inner"
+        )
+        self.outer = keras.layers.SeparableConv1D(hidden_size, kernel_sizes[1], name="outer")
+        self.dropout = keras.layers.Dropout(relu_dropout)
+
+    def _pad(self, x: tf.Tensor, kernel_size: int) -> tf.Tensor:
+        """x [B, L, C] -> [B, L + k - 1, C], so a 'valid' conv keeps length L."""
+        if self.causal:
+            return tf.pad(x, [[0, 0], [kernel_size - 1, 0], [0, 0]])
+        left = (kernel_size - 1) // 2
+        return tf.pad(x, [[0, 0], [left, kernel_size - 1 - left], [0, 0]])
+
+    def call(self, x, nonpadding=None, training=False):
+        """x [B, L, C], nonpadding [B, L, 1] (1 at real positions) or None."""
+        if nonpadding is not None:
+            x = x * tf.cast(nonpadding, x.dtype)
+        y = self.inner(self._pad(x, self.kernel_sizes[0]))  # [B, L, filter]
+        y = self.dropout(y, training=training)
+        if nonpadding is not None:
+            y = y * tf.cast(nonpadding, y.dtype)
+        return self.outer(self._pad(y, self.kernel_sizes[1]))  # [B, L, C]
+
+
+def make_transition(
+    kind: str, hidden_size: int, filter_size: int, relu_dropout: float, causal: bool
+) -> keras.layers.Layer:
+    """The transition named `kind` ("fc" or "sepconv"), named "ffn" in checkpoints."""
+    if kind == "fc":
+        return FeedForward(hidden_size, filter_size, relu_dropout, name="ffn")
+    if kind == "sepconv":
+        return SeparableConvolution(hidden_size, filter_size, relu_dropout, causal, name="ffn")
+    raise ValueError(f"transition must be one of {TRANSITIONS}, got {kind!r}")

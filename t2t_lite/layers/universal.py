@@ -1,0 +1,111 @@
+"""The Universal Transformer's recurrence: one shared block, signals at every step."""
+
+from collections.abc import Callable
+
+import keras
+import tensorflow as tf
+
+from t2t_lite.layers import act, embedding, transformer_layers
+
+STEP_SIGNALS = ("sinusoid", "learned")
+
+
+class StepSignal(keras.layers.Layer):
+    """The recurrence-step signal: a sinusoid of t (paper eq. 6-7) or a learned one."""
+
+    def __init__(self, kind: str, max_steps: int, channels: int, **kwargs):
+        super().__init__(**kwargs)
+        if kind not in STEP_SIGNALS:
+            raise ValueError(f"step_timing_signal_type must be one of {STEP_SIGNALS}, got {kind!r}")
+        self.kind = kind
+        self.max_steps = max_steps
+        self.channels = channels
+
+    def build(self, input_shape=None):
+        if self.kind == "learned":
+            # tensor2tensor's initialisation: N(0, C^-1/2), scaled by sqrt(C) when used.
+            self.embeddings = self.add_weight(
+                name="embeddings",
+                shape=(self.max_steps, self.channels),
+                initializer=keras.initializers.RandomNormal(stddev=self.channels**-0.5),
+            )
+
+    def signal(self, step: tf.Tensor | int) -> tf.Tensor:
+        """Step t (1-based) -> float32 [1, 1, C]."""
+        if not self.built:
+            self.build()
+        if self.kind == "sinusoid":
+            return embedding.timing_signal(1, self.channels, start=step)  # [1, 1, C]
+        row = tf.gather(tf.cast(self.embeddings, tf.float32), step - 1)  # [C]
+        return tf.reshape(row * self.channels**0.5, [1, 1, self.channels])  # [1, 1, C]
+
+    def call(self, step):
+        return self.signal(step)
+
+
+class UniversalStack(keras.layers.Layer):
+    """Applies one block `num_steps` times, or under ACT, adding position + step signals.
+
+    Each step is H_t = block(H_{t-1} + P_t), P_t = position signal + step
+    signal (paper eq. 4-7); the block's norm placement decides post-norm (the
+    paper) or pre-norm (tensor2tensor), the latter with a final norm here.
+    The block's weights are shared by every step: the parameter count does not
+    depend on the number of steps.
+    """
+
+    def __init__(
+        self,
+        block: keras.layers.Layer,
+        num_steps: int,
+        step_signal: StepSignal,
+        norm_position: str,
+        halting: act.AdaptiveComputationTime | None = None,
+        final_norm_name: str = "final_norm",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.block = block
+        self.num_steps = num_steps
+        self.step_signal = step_signal
+        self.halting = halting
+        self.final_norm = (
+            keras.layers.LayerNormalization(
+                epsilon=transformer_layers.LAYER_NORM_EPSILON, name=final_norm_name
+            )
+            if norm_position == "pre"
+            else None
+        )
+
+    def build(self, input_shape=None):
+        # Sublayers build when first applied; there is no state of this layer's own.
+        pass
+
+    def apply(
+        self,
+        x: tf.Tensor,
+        block_fn: Callable[[tf.Tensor], tf.Tensor],
+        position_start: tf.Tensor | int,
+        nonpadding: tf.Tensor,
+        training: bool = False,
+    ) -> tuple[tf.Tensor, act.PonderStats | None]:
+        """x [B, L, C]; block_fn applies self.block to [B, L, C]; nonpadding [B, L].
+
+        Returns the output [B, L, C] and, under ACT, the ponder statistics.
+        """
+        if not self.built:
+            self.build()
+        positions = embedding.timing_signal(tf.shape(x)[1], x.shape[-1], start=position_start)
+
+        def step_fn(state: tf.Tensor, step: tf.Tensor | int) -> tf.Tensor:
+            signal = positions + self.step_signal.signal(step)  # [1, L, C]
+            return block_fn(state + tf.cast(signal, state.dtype))
+
+        stats = None
+        if self.halting is None:
+            for step in range(1, self.num_steps + 1):
+                x = step_fn(x, step)
+        else:
+            x, stats = self.halting.apply(x, step_fn, nonpadding, training=training)
+        if self.final_norm is not None:
+            x = self.final_norm(x)
+        return x, stats

@@ -1,0 +1,166 @@
+"""The Universal Transformer (Dehghani et al., 2019), with or without ACT."""
+
+import dataclasses
+
+import keras
+import tensorflow as tf
+
+from t2t_lite import registry
+from t2t_lite.layers import act, masks, transformer_layers, universal
+from t2t_lite.models import transformer, universal_transformer_hparams
+
+UTHParams = universal_transformer_hparams.UniversalTransformerHParams
+
+
+@registry.MODELS.register("universal_transformer")
+class UniversalTransformer(transformer.Transformer):
+    """Encoder and decoder each apply one shared block recurrently.
+
+    recurrence_type "basic" applies it num_rec_steps times; "act" lets ACT
+    decide per position, up to act_max_steps, and adds the ponder cost
+    act_loss_weight * (mean N + R over non-pad positions) of the encoder and
+    of the decoder to the training loss (`forward`'s auxiliary "loss").
+    """
+
+    hparams_class = UTHParams
+
+    def __init__(self, hparams: UTHParams, vocab_size: int, **kwargs):
+        super().__init__(hparams, vocab_size, **kwargs)
+        self.seed_generator = keras.random.SeedGenerator(0, name="position_start_seed")
+
+    def block_config(self) -> transformer_layers.BlockConfig:
+        return dataclasses.replace(
+            super().block_config(), transition=self.hparams.transformer_ffn_type
+        )
+
+    def make_stacks(
+        self, config: transformer_layers.BlockConfig
+    ) -> tuple[keras.layers.Layer, keras.layers.Layer]:
+        """One shared encoder block and one shared decoder block, each recurrent.
+
+        Sublayer names carry the stack's name: the stacks are applied with a
+        callable, outside Keras's __call__, so no name scope does it for them.
+        """
+        hp = self.hparams
+        stacks = []
+        for name, block_class in (
+            ("encoder", transformer_layers.EncoderBlock),
+            ("decoder", transformer_layers.DecoderBlock),
+        ):
+            halting = (
+                act.AdaptiveComputationTime(
+                    hp.act_max_steps,
+                    hp.act_epsilon,
+                    hp.act_type,
+                    hp.act_halting_bias_init,
+                    name=f"{name}_act",
+                )
+                if hp.adaptive
+                else None
+            )
+            stacks.append(
+                universal.UniversalStack(
+                    block_class(config, name=f"{name}_block"),
+                    hp.num_rec_steps,
+                    universal.StepSignal(
+                        hp.step_timing_signal_type,
+                        hp.max_steps,
+                        hp.hidden_size,
+                        name=f"{name}_step_signal",
+                    ),
+                    hp.norm_position,
+                    halting,
+                    name=name,
+                    final_norm_name=f"{name}_final_norm",
+                )
+            )
+        return stacks[0], stacks[1]
+
+    def position_start(self, features, training: bool) -> tf.Tensor | int:
+        """The first position's index: 0, or random in training (position_start_index).
+
+        One offset per batch, shared by encoder and decoder, so the relative
+        position of a target to a source token is the same as without it
+        (tensor2tensor draws one per call, which scrambles that relation).
+        """
+        hp = self.hparams
+        if not training or hp.position_start_index != "random":
+            return 0
+        limit = hp.position_start_max or tf.shape(features["inputs"])[1]
+        return keras.random.randint((), 0, limit, dtype="int32", seed=self.seed_generator)
+
+    def encode_with_stats(
+        self, inputs: tf.Tensor, training: bool = False, position_start: tf.Tensor | int = 0
+    ) -> tuple[tf.Tensor, tf.Tensor, act.PonderStats | None]:
+        """inputs [B, S] -> (encoded [B, S, C], bias [B, 1, 1, S], ponder stats or None)."""
+        bias = masks.padding_bias(inputs)
+        nonpadding = masks.padding_mask(inputs)  # [B, S]
+        mask = nonpadding[..., tf.newaxis]  # [B, S, 1]
+        x = self.input_dropout(self.embedding.embed(inputs), training=training)
+        encoded, stats = self.encoder.apply(
+            x,
+            lambda h: self.encoder.block(h, bias, mask, training=training),
+            position_start,
+            nonpadding,
+            training=training,
+        )
+        return encoded, bias, stats
+
+    def decode_with_stats(
+        self,
+        targets: tf.Tensor,
+        encoded: tf.Tensor,
+        encoder_bias: tf.Tensor,
+        training: bool = False,
+        position_start: tf.Tensor | int = 0,
+    ) -> tuple[tf.Tensor, act.PonderStats | None]:
+        """Teacher-forced: targets [B, T] -> (float32 logits [B, T, V], ponder stats or None).
+
+        Target padding is treated as halted; causal attention keeps real
+        positions from seeing it.
+        """
+        decoder_inputs = transformer.shift_right(targets)
+        self_bias = masks.causal_bias(tf.shape(targets)[1])
+        x = self.target_dropout(self.embedding.embed(decoder_inputs), training=training)
+        decoded, stats = self.decoder.apply(
+            x,
+            lambda h: self.decoder.block(h, encoded, self_bias, encoder_bias, training=training),
+            position_start,
+            masks.padding_mask(targets),
+            training=training,
+        )
+        return self.embedding.logits(decoded), stats
+
+    def encode(self, inputs: tf.Tensor, training: bool = False) -> tuple[tf.Tensor, tf.Tensor]:
+        encoded, bias, _ = self.encode_with_stats(inputs, training=training)
+        return encoded, bias
+
+    def decode(
+        self,
+        targets: tf.Tensor,
+        encoded: tf.Tensor,
+        encoder_bias: tf.Tensor,
+        training: bool = False,
+    ) -> tf.Tensor:
+        return self.decode_with_stats(targets, encoded, encoder_bias, training=training)[0]
+
+    def call(self, features, training=False):
+        return self.forward(features, training=training)[0]
+
+    def forward(self, features, training=False) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+        """Logits [B, T, V]; under ACT also the ponder cost ("loss") and ponder metrics."""
+        encoded, bias, encoder_stats = self.encode_with_stats(features["inputs"], training)
+        logits, decoder_stats = self.decode_with_stats(features["targets"], encoded, bias, training)
+        if encoder_stats is None:
+            return logits, {}
+        aux = {}
+        ponder = []
+        for name, stats, ids in (
+            ("encoder", encoder_stats, features["inputs"]),
+            ("decoder", decoder_stats, features["targets"]),
+        ):
+            ponder.append(stats.mean_ponder_time(masks.padding_mask(ids)))
+            aux[f"{name}_ponder_time"] = ponder[-1]
+            aux[f"{name}_act_steps"] = tf.cast(stats.steps, tf.float32)
+        aux["loss"] = self.hparams.act_loss_weight * tf.add_n(ponder)
+        return logits, aux

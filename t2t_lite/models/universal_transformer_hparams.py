@@ -1,0 +1,184 @@
+"""Universal Transformer hparams and its named sets (tensor2tensor's names)."""
+
+import dataclasses
+
+from t2t_lite import hparams as hparams_lib
+from t2t_lite import registry
+from t2t_lite.layers import act, transition, universal
+from t2t_lite.models import transformer_hparams
+
+RECURRENCE_TYPES = ("basic", "act")
+POSITION_STARTS = ("none", "random")
+
+
+@dataclasses.dataclass(frozen=True)
+class UniversalTransformerHParams(transformer_hparams.TransformerHParams):
+    """Transformer hparams plus the recurrence's; names follow tensor2tensor.
+
+    num_hidden_layers is not used: the depth is num_rec_steps ("basic") or
+    decided per position by ACT up to act_max_steps ("act").
+    """
+
+    num_rec_steps: int = 6
+    # "basic": num_rec_steps applications of the shared block; "act": ACT.
+    recurrence_type: str = "basic"
+    # The transition function: "fc" (position-wise FFN) or "sepconv".
+    transformer_ffn_type: str = "fc"
+    # "sinusoid" (paper eq. 6-7) or "learned" (an embedding per step).
+    step_timing_signal_type: str = "sinusoid"
+    # "random": during training, positions start at a random offset in
+    # [0, position_start_max) (0: the sequence length, as in tensor2tensor).
+    position_start_index: str = "none"
+    position_start_max: int = 0
+    act_type: str = "accumulated"  # or "basic" (tensor2tensor's interpolation)
+    act_max_steps: int = 12
+    act_epsilon: float = 0.01
+    act_loss_weight: float = 0.01
+    act_halting_bias_init: float = 1.0
+
+    def __post_init__(self):
+        super().__post_init__()
+        require = hparams_lib.require
+        require(self.num_rec_steps >= 1, "num_rec_steps", "must be >= 1")
+        require(
+            self.recurrence_type in RECURRENCE_TYPES,
+            "recurrence_type",
+            f"must be one of {RECURRENCE_TYPES}, got {self.recurrence_type!r}",
+        )
+        require(
+            self.transformer_ffn_type in transition.TRANSITIONS,
+            "transformer_ffn_type",
+            f"must be one of {transition.TRANSITIONS}, got {self.transformer_ffn_type!r}",
+        )
+        require(
+            self.step_timing_signal_type in universal.STEP_SIGNALS,
+            "step_timing_signal_type",
+            f"must be one of {universal.STEP_SIGNALS}, got {self.step_timing_signal_type!r}",
+        )
+        require(
+            self.position_start_index in POSITION_STARTS,
+            "position_start_index",
+            f"must be one of {POSITION_STARTS}, got {self.position_start_index!r}",
+        )
+        require(self.position_start_max >= 0, "position_start_max", "must be >= 0")
+        require(
+            self.act_type in act.ACT_TYPES,
+            "act_type",
+            f"must be one of {act.ACT_TYPES}, got {self.act_type!r}",
+        )
+        require(self.act_max_steps >= 1, "act_max_steps", "must be >= 1")
+        require(0.0 < self.act_epsilon < 1.0, "act_epsilon", "must be in (0, 1)")
+        require(self.act_loss_weight >= 0.0, "act_loss_weight", "must be >= 0")
+
+    @property
+    def adaptive(self) -> bool:
+        return self.recurrence_type == "act"
+
+    @property
+    def max_steps(self) -> int:
+        """The most steps a position can take (sizes the step signal)."""
+        return self.act_max_steps if self.adaptive else self.num_rec_steps
+
+
+def _universal(base: transformer_hparams.TransformerHParams, **changes):
+    """Carries a Transformer set's fields into UT hparams, then applies changes."""
+    return UniversalTransformerHParams(**{**hparams_lib.to_dict(base), **changes})
+
+
+def _adaptive(hp: UniversalTransformerHParams) -> UniversalTransformerHParams:
+    # At most twice the fixed depth (tensor2tensor's base ratio). Its tiny set
+    # derives act_max_steps from num_hidden_layers and gets 4 against the
+    # fixed tiny set's 8 steps; here it is 16.
+    return dataclasses.replace(hp, recurrence_type="act", act_max_steps=2 * hp.num_rec_steps)
+
+
+@registry.HPARAMS.register("universal_transformer_base")
+def universal_transformer_base() -> UniversalTransformerHParams:
+    """transformer_base widened to d=1024, ff=4096, h=16 (one shared block), 6 steps."""
+    return _universal(
+        transformer_hparams.transformer_base(),
+        hidden_size=1024,
+        filter_size=4096,
+        num_heads=16,
+        layer_prepostprocess_dropout=0.3,
+        num_rec_steps=6,
+    )
+
+
+@registry.HPARAMS.register("universal_transformer_small")
+def universal_transformer_small() -> UniversalTransformerHParams:
+    """transformer_base's dimensions (d=512), 6 steps."""
+    return _universal(transformer_hparams.transformer_base(), num_rec_steps=6)
+
+
+@registry.HPARAMS.register("universal_transformer_tiny")
+def universal_transformer_tiny() -> UniversalTransformerHParams:
+    """transformer_tiny's dimensions (d=128, ff=512, h=4), 8 steps."""
+    return _universal(transformer_hparams.transformer_tiny(), num_rec_steps=8)
+
+
+@registry.HPARAMS.register("universal_transformer_sepconv_base")
+def universal_transformer_sepconv_base() -> UniversalTransformerHParams:
+    """universal_transformer_base with the depthwise-separable convolution transition."""
+    return dataclasses.replace(universal_transformer_base(), transformer_ffn_type="sepconv")
+
+
+@registry.HPARAMS.register("universal_transformer_sepconv_tiny")
+def universal_transformer_sepconv_tiny() -> UniversalTransformerHParams:
+    """universal_transformer_tiny with the depthwise-separable convolution transition."""
+    return dataclasses.replace(universal_transformer_tiny(), transformer_ffn_type="sepconv")
+
+
+@registry.HPARAMS.register("adaptive_universal_transformer_base")
+def adaptive_universal_transformer_base() -> UniversalTransformerHParams:
+    """universal_transformer_base under ACT, at most 12 steps."""
+    return _adaptive(universal_transformer_base())
+
+
+@registry.HPARAMS.register("adaptive_universal_transformer_small")
+def adaptive_universal_transformer_small() -> UniversalTransformerHParams:
+    """universal_transformer_small under ACT, at most 12 steps."""
+    return _adaptive(universal_transformer_small())
+
+
+@registry.HPARAMS.register("adaptive_universal_transformer_tiny")
+def adaptive_universal_transformer_tiny() -> UniversalTransformerHParams:
+    """universal_transformer_tiny under ACT, at most 16 steps."""
+    return _adaptive(universal_transformer_tiny())
+
+
+@registry.HPARAMS.register("universal_transformer_test")
+def universal_transformer_test() -> UniversalTransformerHParams:
+    """Test-sized: transformer_test's dimensions, 3 steps."""
+    return _universal(transformer_hparams.transformer_test(), num_rec_steps=3)
+
+
+@registry.HPARAMS.register("adaptive_universal_transformer_test")
+def adaptive_universal_transformer_test() -> UniversalTransformerHParams:
+    """Test-sized under ACT, at most 4 steps."""
+    return dataclasses.replace(universal_transformer_test(), recurrence_type="act", act_max_steps=4)
+
+
+@registry.HPARAMS.register("universal_transformer_algorithmic_tiny")
+def universal_transformer_algorithmic_tiny() -> UniversalTransformerHParams:
+    """A UT that learns the algorithmic problems in minutes on a CPU.
+
+    transformer_algorithmic_tiny's training settings, d=64, ff=256, h=4 and
+    4 steps (about the Transformer set's step time on a CPU), and positions
+    starting at a random offset below 400 in training, as the paper does for
+    its algorithmic tasks, so the longer test lengths meet trained positions.
+    """
+    return _universal(
+        transformer_hparams.transformer_algorithmic_tiny(),
+        hidden_size=64,
+        filter_size=256,
+        num_rec_steps=4,
+        position_start_index="random",
+        position_start_max=400,
+    )
+
+
+@registry.HPARAMS.register("adaptive_universal_transformer_algorithmic_tiny")
+def adaptive_universal_transformer_algorithmic_tiny() -> UniversalTransformerHParams:
+    """universal_transformer_algorithmic_tiny under ACT, at most 8 steps."""
+    return _adaptive(universal_transformer_algorithmic_tiny())

@@ -1,0 +1,170 @@
+"""ACT invariants (DESIGN.md section 10 item 3), each its own test."""
+
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t_lite.layers import act
+
+C = 6
+NONPADDING = tf.constant([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], tf.float32)  # [B=2, L=5]
+
+
+def varied_steps(state, step):
+    """A position-wise step whose last channel is always 1, so that channel of
+    the accumulated output is the sum of the position's step weights."""
+    t = tf.cast(step, tf.float32)
+    varied = tf.sin(state[..., :-1] * (1.0 + t)) * 3.0
+    return tf.concat([varied, tf.ones_like(state[..., :1])], axis=-1)
+
+
+def run(max_steps=6, bias=0.0, act_type="accumulated", step_fn=varied_steps, seed=0):
+    layer = act.AdaptiveComputationTime(max_steps, 0.01, act_type, halting_bias_init=bias)
+    state = tf.random.stateless_normal([2, 5, C], seed=[seed, 1])
+    output, stats = layer.apply(state, step_fn, NONPADDING)
+    return layer, state, output, stats
+
+
+def constant_halting(layer, p):
+    """Zero kernel and bias logit(p): every position halts with probability p per step."""
+    kernel, _ = layer.halting.weights
+    kernel.assign(tf.zeros_like(kernel))
+    layer.halting.weights[1].assign([math.log(p / (1.0 - p))])
+
+
+def test_step_weights_of_every_non_pad_position_sum_to_one():
+    _, _, output, stats = run()
+    n = stats.n_updates.numpy()
+    assert len(set(n[NONPADDING.numpy() > 0])) > 1, "want positions halting at different steps"
+    weight_sums = output[..., -1].numpy()
+    np.testing.assert_allclose(weight_sums[NONPADDING.numpy() > 0], 1.0, atol=1e-6)
+
+
+def test_n_updates_between_one_and_max_steps():
+    _, _, _, stats = run(max_steps=5)
+    n = stats.n_updates.numpy()[NONPADDING.numpy() > 0]
+    assert n.min() >= 1 and n.max() <= 5
+    np.testing.assert_array_equal(n, np.round(n))
+
+
+def test_remainders_lie_in_unit_interval():
+    _, _, _, stats = run()
+    r = stats.remainders.numpy()
+    assert (r >= 0).all() and (r <= 1).all()
+    assert (r[NONPADDING.numpy() > 0] > 0).all()
+
+
+def test_large_positive_bias_takes_one_step_equal_to_one_block_application():
+    for act_type in act.ACT_TYPES:
+        _, state, output, stats = run(bias=30.0, act_type=act_type)
+        assert int(stats.steps) == 1
+        mask = NONPADDING.numpy() > 0
+        np.testing.assert_array_equal(stats.n_updates.numpy()[mask], 1.0)
+        expected = varied_steps(state, 1) * NONPADDING[..., tf.newaxis]
+        np.testing.assert_allclose(output.numpy(), expected.numpy(), atol=1e-6)
+
+
+def test_large_negative_bias_runs_to_max_steps_and_forces_halting():
+    _, state, output, stats = run(max_steps=4, bias=-30.0)
+    mask = NONPADDING.numpy() > 0
+    assert int(stats.steps) == 4
+    np.testing.assert_array_equal(stats.n_updates.numpy()[mask], 4.0)
+    # p is ~0, so the forced halt at step 4 hands that step the whole weight.
+    np.testing.assert_allclose(stats.remainders.numpy()[mask], 1.0, atol=1e-6)
+    for step in range(1, 5):
+        state = varied_steps(state, step)
+    last = state * NONPADDING[..., tf.newaxis]
+    np.testing.assert_allclose(output.numpy(), last.numpy(), atol=1e-5)
+
+
+def step_value(state, step):
+    """Step t's state is t everywhere: outputs are hand-computable."""
+    return tf.ones_like(state) * tf.cast(step, state.dtype)
+
+
+@pytest.mark.parametrize(
+    ("act_type", "expected"),
+    # p = 0.6: step 1 weight 0.6 (0.6 < 0.99), step 2 would pass 0.99 so it
+    # halts with remainder 0.4. accumulated: 0.6*1 + 0.4*2 = 1.4;
+    # basic: o1 = 0.6*1 = 0.6, o2 = 0.4*2 + 0.6*0.6 = 1.16.
+    [("accumulated", 1.4), ("basic", 1.16)],
+)
+def test_hand_derived_outputs_of_both_act_types(act_type, expected):
+    layer = act.AdaptiveComputationTime(10, 0.01, act_type)
+    state = tf.zeros([1, 3, 2])
+    layer.build(state.shape)
+    constant_halting(layer, 0.6)
+    output, stats = layer.apply(state, step_value, tf.ones([1, 3]))
+    np.testing.assert_allclose(output.numpy(), expected, atol=1e-6)
+    np.testing.assert_allclose(stats.n_updates.numpy(), 2.0)
+    np.testing.assert_allclose(stats.remainders.numpy(), 0.4, atol=1e-6)
+    np.testing.assert_allclose(stats.ponder_time().numpy(), 2.4, atol=1e-6)
+    assert int(stats.steps) == 2
+
+
+def test_forced_halt_at_max_steps_gets_the_remainder():
+    # p = 0.3, max 2: weights 0.3 then the forced remainder 0.7 (sum 1);
+    # accumulated output 0.3*1 + 0.7*2 = 1.7.
+    layer = act.AdaptiveComputationTime(2, 0.01, "accumulated")
+    state = tf.zeros([1, 2, 2])
+    layer.build(state.shape)
+    constant_halting(layer, 0.3)
+    output, stats = layer.apply(state, step_value, tf.ones([1, 2]))
+    np.testing.assert_allclose(output.numpy(), 1.7, atol=1e-6)
+    np.testing.assert_allclose(stats.remainders.numpy(), 0.7, atol=1e-6)
+
+
+def test_padding_is_halted_from_the_start_and_excluded_from_ponder_time():
+    _, _, output, stats = run()
+    pad = NONPADDING.numpy() == 0
+    assert (stats.n_updates.numpy()[pad] == 0).all()
+    assert (stats.remainders.numpy()[pad] == 0).all()
+    assert (output.numpy()[pad] == 0).all()
+    mask = NONPADDING.numpy() > 0
+    expected = stats.ponder_time().numpy()[mask].mean()
+    np.testing.assert_allclose(float(stats.mean_ponder_time(NONPADDING)), expected, rtol=1e-6)
+
+
+def test_loop_stops_when_every_position_has_halted():
+    layer = act.AdaptiveComputationTime(10, 0.01)
+    state = tf.zeros([1, 2, 2])
+    layer.build(state.shape)
+    constant_halting(layer, 0.45)  # 0.45, 0.9, then 1.35 > 0.99: halts at step 3
+    _, stats = layer.apply(state, step_value, tf.ones([1, 2]))
+    assert int(stats.steps) == 3
+    # An all-padding batch runs one trip (the loop checks after a step).
+    _, stats = layer.apply(state, step_value, tf.zeros([1, 2]))
+    assert int(stats.steps) <= 1
+
+
+def test_halting_unit_gets_gradients_from_the_ponder_cost():
+    layer = act.AdaptiveComputationTime(6, 0.01)
+    state = tf.random.stateless_normal([2, 5, C], seed=[3, 4])
+    with tf.GradientTape() as tape:
+        output, stats = layer.apply(state, varied_steps, NONPADDING)
+        loss = stats.mean_ponder_time(NONPADDING) + tf.reduce_sum(output)
+    grads = tape.gradient(loss, layer.halting.trainable_weights)
+    assert all(g is not None and float(tf.reduce_max(tf.abs(g))) > 0 for g in grads)
+
+
+def test_compiled_loop_matches_eager():
+    layer, state, eager_output, eager_stats = run(seed=5)
+    compiled = tf.function(lambda s: layer.apply(s, varied_steps, NONPADDING))
+    output, stats = compiled(state)
+    np.testing.assert_allclose(output.numpy(), eager_output.numpy(), atol=1e-6)
+    np.testing.assert_array_equal(stats.n_updates.numpy(), eager_stats.n_updates.numpy())
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"max_steps": 0, "epsilon": 0.01}, "act_max_steps"),
+        ({"max_steps": 3, "epsilon": 0.01, "act_type": "graves"}, "act_type"),
+        ({"max_steps": 3, "epsilon": 1.5}, "act_epsilon"),
+    ],
+)
+def test_bad_arguments_name_the_hparam(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        act.AdaptiveComputationTime(**kwargs)
