@@ -20,6 +20,16 @@ class IdentitySmall(algorithmic.AlgorithmicProblem):
     splits = {"train": (400, 2), "dev": (40, 1), "test": (20, 1)}
 
 
+@problem.register("test_reverse_short")
+class ReverseShort(algorithmic.ReverseProblem):
+    """Reverse with lengths 1..8, for end-to-end learning tests."""
+
+    base = 10
+    train_length = 8
+    test_length = 16
+    splits = {"train": (20_000, 2), "dev": (200, 1), "test": (100, 1)}
+
+
 @problem.register("test_addition_small")
 class AdditionSmall(algorithmic.AdditionProblem):
     base = 10

@@ -37,7 +37,7 @@ def test_bad_hparams_key_is_one_clear_line(tmp_path):
 def test_unknown_problem_lists_known_ones(tmp_path):
     result = run_binary("t2t-datagen", "--problem=algorithmic_copy", f"--data_dir={tmp_path}")
     assert result.returncode == 1
-    assert "unknown problem 'algorithmic_copy'; known problems: algorithmic_addition_binary40" in (
+    assert "unknown problem 'algorithmic_copy'; known problems: algorithmic_addition_binary20" in (
         result.stderr
     )
     assert "Traceback" not in result.stderr
@@ -68,3 +68,15 @@ def test_datagen_then_train_prints_metrics(tmp_path):
         "model.ckpt-2.index",
         "model.ckpt-3.index",
     ]
+
+
+def test_compare_refuses_an_unknown_model_in_one_line(tmp_path):
+    result = run_binary(
+        "t2t-compare",
+        "--models=transformer,lstm",
+        f"--data_dir={tmp_path}",
+        f"--output_dir={tmp_path}",
+    )
+    assert result.returncode == 1
+    assert "t2t-compare: error: --models: unknown ['lstm']" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -18,7 +18,8 @@ def quickstart_commands():
 def test_quickstart_has_exactly_two_commands():
     commands = quickstart_commands()
     assert len(commands) == 2
-    assert "t2t-train" in commands[0] and "pytest" in commands[1]
+    assert "t2t-compare" in commands[0] and "universal_transformer" in commands[0]
+    assert "pytest" in commands[1]
 
 
 def test_ci_runs_the_readme_test_command():

@@ -149,8 +149,11 @@ class UniversalTransformer(transformer.Transformer):
 
     def forward(self, features, training=False) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         """Logits [B, T, V]; under ACT also the ponder cost ("loss") and ponder metrics."""
-        encoded, bias, encoder_stats = self.encode_with_stats(features["inputs"], training)
-        logits, decoder_stats = self.decode_with_stats(features["targets"], encoded, bias, training)
+        start = self.position_start(features, training)
+        encoded, bias, encoder_stats = self.encode_with_stats(features["inputs"], training, start)
+        logits, decoder_stats = self.decode_with_stats(
+            features["targets"], encoded, bias, training, start
+        )
         if encoder_stats is None:
             return logits, {}
         aux = {}
