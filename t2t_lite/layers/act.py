@@ -81,6 +81,58 @@ class AdaptiveComputationTime(keras.layers.Layer):
     def build(self, input_shape):
         self.halting.build(input_shape)
 
+    def _initial_carry(self, state: tf.Tensor, nonpadding: tf.Tensor) -> tuple:
+        """(state, output, accumulated, remainders, n_updates, running) before step 1."""
+        running = tf.cast(nonpadding, tf.float32)  # [B, L] 1 while not halted
+        zeros = tf.zeros_like(running)  # [B, L]
+        return state, tf.zeros_like(state), zeros, zeros, zeros, running
+
+    def _advance(
+        self, step, new_state, state, output, accumulated, remainders, n_updates, running
+    ) -> tuple:
+        """Folds step `step`'s new state [B, L, C] into the carry; returns the next carry."""
+        p = tf.cast(tf.squeeze(self.halting(new_state), -1), tf.float32)  # [B, L]
+        last = tf.cast(step >= self.max_steps, tf.float32)
+        passes = tf.cast(accumulated + p * running > self.threshold, tf.float32)
+        halts = running * tf.maximum(passes, last)  # [B, L] halting at this step
+        continues = running - halts
+        accumulated += p * continues
+        remainder = halts * (1.0 - accumulated)  # [B, L] gradient flows to earlier p
+        weight = p * continues + remainder  # [B, L] this step's share
+        w = tf.cast(weight[..., tf.newaxis], state.dtype)  # [B, L, 1]
+        if self.act_type == "accumulated":
+            output += w * new_state
+        else:
+            output = w * new_state + (1.0 - w) * output
+        # Positions that were running take the new state; halted ones keep theirs.
+        state = tf.where(running[..., tf.newaxis] > 0, new_state, state)
+        return (
+            state,
+            output,
+            accumulated + remainder,
+            remainders + remainder,
+            n_updates + running,
+            continues,
+        )
+
+    def apply_unrolled(
+        self, state: tf.Tensor, step_fn: Callable[[tf.Tensor, int], tf.Tensor]
+    ) -> tuple[tf.Tensor, PonderStats]:
+        """`apply` for one decoding position of every row, state [B, 1, C].
+
+        Calls step_fn for all max_steps steps, halted or not, so it can write
+        every step's cache entry (a halted position's later entries hold its
+        frozen state); the output equals `apply`'s for the same position.
+        """
+        if not self.built:
+            self.build(state.shape)
+        carry = self._initial_carry(state, tf.ones(tf.shape(state)[:2]))
+        for step in range(1, self.max_steps + 1):
+            carry = self._advance(step, step_fn(carry[0], step), *carry)
+        _, output, _, remainders, n_updates, _ = carry
+        steps = tf.cast(tf.reduce_max(n_updates), tf.int32)
+        return output, PonderStats(n_updates, remainders, steps)
+
     def apply(
         self,
         state: tf.Tensor,
@@ -95,36 +147,10 @@ class AdaptiveComputationTime(keras.layers.Layer):
         """
         if not self.built:
             self.build(state.shape)
-        running = tf.cast(nonpadding, tf.float32)  # [B, L] 1 while not halted
-        zeros = tf.zeros_like(running)  # [B, L]
 
-        def body(step, state, output, accumulated, remainders, n_updates, running):
+        def body(step, *carry):
             step += 1
-            new_state = step_fn(state, step)  # [B, L, C]
-            p = tf.cast(tf.squeeze(self.halting(new_state), -1), tf.float32)  # [B, L]
-            last = tf.cast(step >= self.max_steps, tf.float32)
-            passes = tf.cast(accumulated + p * running > self.threshold, tf.float32)
-            halts = running * tf.maximum(passes, last)  # [B, L] halting at this step
-            continues = running - halts
-            accumulated += p * continues
-            remainder = halts * (1.0 - accumulated)  # [B, L] gradient flows to earlier p
-            weight = p * continues + remainder  # [B, L] this step's share
-            w = tf.cast(weight[..., tf.newaxis], state.dtype)  # [B, L, 1]
-            if self.act_type == "accumulated":
-                output += w * new_state
-            else:
-                output = w * new_state + (1.0 - w) * output
-            # Positions that were running take the new state; halted ones keep theirs.
-            state = tf.where(running[..., tf.newaxis] > 0, new_state, state)
-            return (
-                step,
-                state,
-                output,
-                accumulated + remainder,
-                remainders + remainder,
-                n_updates + running,
-                continues,
-            )
+            return (step, *self._advance(step, step_fn(carry[0], step), *carry))
 
         def cond(step, state, output, accumulated, remainders, n_updates, running):
             return tf.logical_and(step < self.max_steps, tf.reduce_any(running > 0))
@@ -132,7 +158,7 @@ class AdaptiveComputationTime(keras.layers.Layer):
         step, _, output, _, remainders, n_updates, _ = tf.while_loop(
             cond,
             body,
-            (tf.constant(0), state, tf.zeros_like(state), zeros, zeros, zeros, running),
+            (tf.constant(0), *self._initial_carry(state, nonpadding)),
             maximum_iterations=self.max_steps,
         )
         return output, PonderStats(n_updates, remainders, step)

@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from t2t_lite.layers import masks
+
 
 class MultiHeadAttention(keras.layers.Layer):
     """Multi-head attention with bias-free projections, as in tensor2tensor."""
@@ -57,3 +59,20 @@ class MultiHeadAttention(keras.layers.Layer):
     def call(self, query, memory, bias, training=False):
         keys, values = self.project_memory(memory)
         return self.attend(query, keys, values, bias, training=training)
+
+
+def write_at(cache: tf.Tensor, new: tf.Tensor, index: tf.Tensor | int) -> tf.Tensor:
+    """Writes new [B, H, 1, D] at position `index` of cache [B, H, T, D] (fixed shape).
+
+    A one-hot blend rather than a concat, so the cache keeps its shape (no
+    shape invariants, XLA-friendly); attention reads the whole cache anyway.
+    """
+    slot = tf.one_hot(index, tf.shape(cache)[2], dtype=cache.dtype)  # [T]
+    slot = slot[tf.newaxis, tf.newaxis, :, tf.newaxis]  # [1, 1, T, 1]
+    return cache * (1 - slot) + new * slot  # [B, H, T, D]
+
+
+def step_bias(index: tf.Tensor | int, length: tf.Tensor | int) -> tf.Tensor:
+    """Bias letting the position at `index` see cache positions 0..index. -> [1, 1, 1, T]."""
+    visible = tf.range(length) <= index  # [T]
+    return tf.where(visible, 0.0, masks.NEG_INF)[tf.newaxis, tf.newaxis, tf.newaxis]

@@ -121,6 +121,44 @@ class DecoderBlock(keras.layers.Layer):
             x, lambda y: self.ffn(y, training=training), training=training
         )
 
+    def initial_cache(self, batch_size: tf.Tensor, max_length: int, dtype) -> dict:
+        """Empty self-attention keys/values [B, H, T, D] and the transition's history."""
+        attention = self.self_attention
+        zeros = tf.zeros([batch_size, attention.num_heads, max_length, attention.depth], dtype)
+        return {"k": zeros, "v": zeros, "ffn": self.ffn.initial_step_state(batch_size, dtype)}
+
+    def decode_step(
+        self,
+        x: tf.Tensor,
+        cache: dict,
+        index: tf.Tensor,
+        cross_kv: tuple[tf.Tensor, tf.Tensor],
+        encoder_bias: tf.Tensor,
+    ) -> tuple[tf.Tensor, dict]:
+        """The block at one position: x [B, 1, C] -> ([B, 1, C], updated cache).
+
+        Keys/values of this position are written at `index`; cross_kv are the
+        encoder's projected keys/values [B, H, S, D], computed once.
+        """
+        new = dict(cache)
+        bias = attention.step_bias(index, tf.shape(cache["k"])[2])
+
+        def self_attend(y):
+            k, v = self.self_attention.project_memory(y)  # [B, H, 1, D] each
+            new["k"] = attention.write_at(cache["k"], k, index)
+            new["v"] = attention.write_at(cache["v"], v, index)
+            return self.self_attention.attend(y, new["k"], new["v"], bias)
+
+        def ffn(y):
+            out, new["ffn"] = self.ffn.step(y, cache["ffn"])
+            return out
+
+        x = self.self_attention_residual.apply(x, self_attend)
+        x = self.cross_attention_residual.apply(
+            x, lambda y: self.cross_attention.attend(y, *cross_kv, encoder_bias)
+        )
+        return self.ffn_residual.apply(x, ffn), new
+
 
 class Stack(keras.layers.Layer):
     """A tuple of blocks with a final layer norm in the pre-norm placement.

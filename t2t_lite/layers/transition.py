@@ -20,6 +20,14 @@ class FeedForward(keras.layers.Layer):
         # a position-wise function needs no mask.
         return self.outer(self.dropout(self.inner(x), training=training))
 
+    def initial_step_state(self, batch_size: tf.Tensor, dtype) -> tuple:
+        """Position-wise: nothing to remember between decoding steps."""
+        return ()
+
+    def step(self, x: tf.Tensor, state: tuple) -> tuple[tf.Tensor, tuple]:
+        """One decoding position x [B, 1, C] -> ([B, 1, C], state)."""
+        return self(x), state
+
 
 class SeparableConvolution(keras.layers.Layer):
     """Depthwise-separable conv (relu, to filter_size) -> dropout -> separable conv.
@@ -42,6 +50,8 @@ class SeparableConvolution(keras.layers.Layer):
         super().__init__(**kwargs)
         self.causal = causal
         self.kernel_sizes = kernel_sizes
+        self.inner_channels = hidden_size
+        self.filter_size = filter_size
         self.inner = keras.layers.SeparableConv1D(
             filter_size, kernel_sizes[0], activation="relu", name="inner"
         )
@@ -64,6 +74,23 @@ class SeparableConvolution(keras.layers.Layer):
         if nonpadding is not None:
             y = y * tf.cast(nonpadding, y.dtype)
         return self.outer(self._pad(y, self.kernel_sizes[1]))  # [B, L, C]
+
+    def initial_step_state(self, batch_size: tf.Tensor, dtype) -> tuple:
+        """The causal windows' history: zeros, as the left padding of `call`."""
+        first, second = self.kernel_sizes
+        return (
+            tf.zeros([batch_size, first - 1, self.inner_channels], dtype),  # [B, k1-1, C]
+            tf.zeros([batch_size, second - 1, self.filter_size], dtype),  # [B, k2-1, F]
+        )
+
+    def step(self, x: tf.Tensor, state: tuple) -> tuple[tf.Tensor, tuple]:
+        """One causal decoding position x [B, 1, C] -> ([B, 1, C], state): exact to `call`."""
+        if not self.causal:
+            raise ValueError("step() needs a causal (decoder) separable convolution")
+        first_window = tf.concat([state[0], x], axis=1)  # [B, k1, C]
+        y = self.inner(first_window)  # [B, 1, F]
+        second_window = tf.concat([state[1], y], axis=1)  # [B, k2, F]
+        return self.outer(second_window), (first_window[:, 1:], second_window[:, 1:])
 
 
 def make_transition(

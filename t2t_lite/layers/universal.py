@@ -109,3 +109,31 @@ class UniversalStack(keras.layers.Layer):
         if self.final_norm is not None:
             x = self.final_norm(x)
         return x, stats
+
+    def apply_step(
+        self,
+        x: tf.Tensor,
+        index: tf.Tensor,
+        block_step: Callable[[tf.Tensor, int], tf.Tensor],
+    ) -> tf.Tensor:
+        """`apply` for one decoding position, x [B, 1, C] -> [B, 1, C].
+
+        block_step(input, step) applies the block at that position for that
+        recurrence step (reading and writing that step's cache). Under ACT all
+        act_max_steps steps run, so halted positions still leave their
+        (frozen) keys and values for later positions.
+        """
+        position = embedding.timing_signal(1, x.shape[-1], start=index)  # [1, 1, C]
+
+        def step_fn(state: tf.Tensor, step: int) -> tf.Tensor:
+            signal = position + self.step_signal.signal(step)  # [1, 1, C]
+            return block_step(state + tf.cast(signal, state.dtype), step)
+
+        if self.halting is None:
+            for step in range(1, self.num_steps + 1):
+                x = step_fn(x, step)
+        else:
+            x, _ = self.halting.apply_unrolled(x, step_fn)
+        if self.final_norm is not None:
+            x = self.final_norm(x)
+        return x

@@ -93,6 +93,40 @@ class Transformer(keras.Model):
         x = self.decoder(x, self_bias, encoded, encoder_bias, training=training)
         return self.embedding.logits(x)
 
+    def init_cache(self, encoded: tf.Tensor, encoder_bias: tf.Tensor, max_length: int) -> dict:
+        """Decoding state for up to max_length target positions.
+
+        Per layer: empty self-attention keys/values [B, H, T, D] and the
+        cross-attention keys/values of `encoded` [B, H, S, D], computed once.
+        Every entry is batch-major, so beam search can gather it by beam.
+        """
+        batch_size = tf.shape(encoded)[0]
+        cache = {"encoder_bias": encoder_bias}
+        for i, block in enumerate(self.decoder.blocks):
+            layer = block.initial_cache(batch_size, max_length, encoded.dtype)
+            layer["cross_k"], layer["cross_v"] = block.cross_attention.project_memory(encoded)
+            cache[f"layer_{i}"] = layer
+        return cache
+
+    def decode_step(self, ids: tf.Tensor, index: tf.Tensor, cache: dict) -> tuple[tf.Tensor, dict]:
+        """The decoder input ids [B] at position `index` -> (float32 logits [B, V], cache).
+
+        Position 0's input is PAD (0), as in teacher forcing; the logits are
+        the prediction for the target at `index`.
+        """
+        x = self.embedding.embed(ids[:, tf.newaxis])  # [B, 1, C]
+        signal = embedding.timing_signal(1, x.shape[-1], start=index)  # [1, 1, C]
+        x = x + tf.cast(signal, x.dtype)
+        new = dict(cache)
+        for i, block in enumerate(self.decoder.blocks):
+            layer = cache[f"layer_{i}"]
+            x, new[f"layer_{i}"] = block.decode_step(
+                x, layer, index, (layer["cross_k"], layer["cross_v"]), cache["encoder_bias"]
+            )
+        if self.decoder.final_norm is not None:
+            x = self.decoder.final_norm(x)
+        return self.embedding.logits(x)[:, 0], new
+
     def call(self, features, training=False):
         encoded, bias = self.encode(features["inputs"], training=training)
         return self.decode(features["targets"], encoded, bias, training=training)
