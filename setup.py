@@ -16,7 +16,7 @@ setuptools.setup(
     license="Apache-2.0",
     python_requires=">=3.10",
     packages=setuptools.find_packages(include=["t2t_lite", "t2t_lite.*", "problems"]),
-    scripts=["bin/t2t-datagen", "bin/t2t-train", "bin/t2t-compare"],
+    scripts=["bin/t2t-datagen", "bin/t2t-train", "bin/t2t-compare", "bin/t2t-decode"],
     install_requires=[
         "tensorflow>=2.21,<2.22",
         "keras>=3.10,<4",

@@ -51,6 +51,31 @@ class AlgorithmicProblem(problem.Problem):
         """The target ids for `inputs` (identity by default)."""
         return list(inputs)
 
+    def symbols(self) -> list[str]:
+        """Text of ids 2, 3, ...: the digits 0..base-1."""
+        return [str(d) for d in range(self.base)]
+
+    def encode_text(self, text: str) -> list[int]:
+        """Space-separated symbols, e.g. "3 1 4" -> ids."""
+        table = {symbol: i + NUM_RESERVED_IDS for i, symbol in enumerate(self.symbols())}
+        unknown = [token for token in text.split() if token not in table]
+        if unknown:
+            raise ValueError(
+                f"unknown symbol {unknown[0]!r}; {self.name} expects space-separated "
+                f"symbols from {' '.join(self.symbols())}"
+            )
+        return [table[token] for token in text.split()]
+
+    def decode_text(self, ids: list[int]) -> str:
+        symbols = self.symbols()
+        words = []
+        for i in ids:
+            if i == problem.EOS_ID:
+                break
+            if i >= NUM_RESERVED_IDS:
+                words.append(symbols[i - NUM_RESERVED_IDS])
+        return " ".join(words)
+
 
 class ReverseProblem(AlgorithmicProblem):
     def target(self, inputs: list[int]) -> list[int]:
@@ -81,6 +106,10 @@ class AdditionProblem(AlgorithmicProblem):
     @property
     def separator_id(self) -> int:
         return self.base + NUM_RESERVED_IDS
+
+    def symbols(self) -> list[str]:
+        """The digits, then "+" for the separator: "3 1 + 4" is 13 + 4 little-endian."""
+        return [*super().symbols(), "+"]
 
     @property
     def vocab_size(self) -> int:

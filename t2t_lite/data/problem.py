@@ -55,6 +55,16 @@ class Problem(abc.ABC):
     def max_length(self, split: str) -> int:
         """The longest sequence (EOS included) that `split` can hold."""
 
+    # Text.
+
+    def encode_text(self, text: str) -> list[int]:
+        """One line of user text -> ids without EOS; ValueError says what is wrong."""
+        raise ValueError(f"problem {self.name!r} has no text encoding")
+
+    def decode_text(self, ids: list[int]) -> str:
+        """Ids (up to EOS; PAD skipped) -> text."""
+        raise ValueError(f"problem {self.name!r} has no text encoding")
+
     # Files.
 
     def filepaths(self, data_dir: str, split: str) -> list[str]:

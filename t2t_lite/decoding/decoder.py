@@ -1,0 +1,143 @@
+"""Decoding a trained model: decode hparams, a compiled search, batches of lines."""
+
+import dataclasses
+from collections.abc import Iterator
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from t2t_lite import hparams as hparams_lib
+from t2t_lite.data import batching, problem
+from t2t_lite.decoding import search
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodeHParams:
+    """--decode_hparams; names follow tensor2tensor."""
+
+    beam_size: int = 1  # 1: greedy (or sampling when temperature > 0)
+    alpha: float = 0.6  # length penalty ((5 + len) / 6) ** alpha
+    extra_length: int = 50  # outputs are at most input length + extra_length
+    batch_size: int = 32  # inputs per batch (lines are batched by length)
+    return_beams: bool = False  # write all beam_size hypotheses, tab-separated
+    write_beam_scores: bool = False  # append each hypothesis' score
+    temperature: float = 0.0
+    top_k: int = 0  # sample among the k most likely (0: all)
+    seed: int = 0  # sampling seed
+    # Longer inputs are truncated to this many symbols, with a warning naming
+    # the line (the models have no hard limit; this bounds memory).
+    max_input_length: int = 1024
+
+    def __post_init__(self):
+        require = hparams_lib.require
+        require(self.beam_size >= 1, "beam_size", "must be >= 1")
+        require(self.alpha >= 0, "alpha", "must be >= 0")
+        require(self.extra_length >= 1, "extra_length", "must be >= 1")
+        require(self.batch_size >= 1, "batch_size", "must be >= 1")
+        require(self.temperature >= 0, "temperature", "must be >= 0")
+        require(self.top_k >= 0, "top_k", "must be >= 0")
+        require(self.max_input_length >= 1, "max_input_length", "must be >= 1")
+        require(
+            self.beam_size == 1 or (self.temperature == 0 and self.top_k == 0),
+            "beam_size, temperature, top_k",
+            "sampling (temperature > 0 or top_k > 0) needs beam_size=1",
+        )
+
+    @property
+    def num_outputs(self) -> int:
+        return self.beam_size if self.return_beams else 1
+
+
+class Decoder:
+    """Searches a model's cached decoder: padded input ids -> ids and scores.
+
+    The search is one tf.function (XLA optional), traced once per input
+    shape: batches are padded to batch_size rows and to a bucket length.
+    """
+
+    def __init__(self, model: keras.Model, hp: DecodeHParams, xla_compile: bool = False):
+        self.model = model
+        self.hp = hp
+        self.search = tf.function(self._search, jit_compile=xla_compile)
+
+    def _search(self, inputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """inputs [B, S] (EOS-terminated, PAD after) -> (ids [B, K, T], scores [B, K])."""
+        hp = self.hp
+        batch_size = tf.shape(inputs)[0]
+        max_length = tf.shape(inputs)[1] + hp.extra_length
+        encoded, bias = self.model.encode(inputs)
+        cache = self.model.init_cache(encoded, bias, max_length)
+        if hp.beam_size > 1:
+            return search.beam_search(
+                self.model.decode_step, cache, batch_size, max_length, hp.beam_size, hp.alpha
+            )
+        ids, scores = search.sample(
+            self.model.decode_step,
+            cache,
+            batch_size,
+            max_length,
+            hp.temperature,
+            hp.top_k,
+            (hp.seed, 0),
+        )
+        return ids[:, tf.newaxis], scores[:, tf.newaxis]
+
+    def decode_ids(self, inputs: list[list[int]]) -> list[list[tuple[list[int], float]]]:
+        """Inputs without EOS -> per input, its hypotheses (ids up to EOS, score), best first.
+
+        Inputs are sorted by length and batched; outputs come back in input order.
+        An empty input gives [([], 0.0)] without running the model.
+        """
+        results: list = [None] * len(inputs)
+        for indices, batch in self._batches(inputs):
+            ids, scores = self.search(tf.constant(batch))
+            ids, scores = ids.numpy(), scores.numpy()
+            for row, index in enumerate(indices):
+                results[index] = [
+                    (_until_eos(ids[row, k]), float(scores[row, k]))
+                    for k in range(self.hp.num_outputs)
+                ]
+        for index, ids in enumerate(inputs):
+            if not ids:
+                results[index] = [([], 0.0)]
+        return results
+
+    def _batches(self, inputs: list[list[int]]) -> Iterator[tuple[list[int], np.ndarray]]:
+        """(original indices, [batch_size, bucket] padded ids) for non-empty inputs."""
+        order = sorted((i for i, ids in enumerate(inputs) if ids), key=lambda i: len(inputs[i]))
+        size = self.hp.batch_size
+        for start in range(0, len(order), size):
+            indices = order[start : start + size]
+            longest = max(len(inputs[i]) for i in indices) + 1  # EOS
+            bucket = batching.BUCKET_MULTIPLE
+            while bucket < longest:  # doubling buckets: few distinct traced shapes
+                bucket *= 2
+            # Fixed rows: short batches are filled with empty inputs (EOS only).
+            batch = np.zeros([size, bucket], np.int32)
+            batch[:, 0] = problem.EOS_ID
+            for row, index in enumerate(indices):
+                ids = inputs[index]
+                batch[row, : len(ids) + 1] = [*ids, problem.EOS_ID]
+            yield indices, batch
+
+
+def _until_eos(ids: np.ndarray) -> list[int]:
+    """Ids before the first EOS (or PAD)."""
+    out = []
+    for i in ids.tolist():
+        if i in (problem.EOS_ID, problem.PAD_ID):
+            break
+        out.append(i)
+    return out
+
+
+def truncate(ids: list[int], limit: int, where: str) -> list[int]:
+    """ids cut to `limit` symbols, with a warning naming `where` (e.g. the line)."""
+    if len(ids) > limit:
+        logging.warning(
+            "%s: %d symbols, longer than max_input_length=%d; truncated", where, len(ids), limit
+        )
+        return ids[:limit]
+    return ids

@@ -1,0 +1,167 @@
+"""What t2t-decode does: load a trained run, decode files, stdin or an eval split."""
+
+import os
+import sys
+from collections.abc import Iterable
+from typing import TextIO
+
+import keras
+import numpy as np
+from absl import logging
+
+from t2t_lite import experiment as experiment_lib
+from t2t_lite import hparams as hparams_lib
+from t2t_lite.data import problem as problem_lib
+from t2t_lite.data import tfrecord
+from t2t_lite.decoding import decoder as decoder_lib
+from t2t_lite.training import checkpoints
+
+
+def load(
+    output_dir: str, checkpoint_path: str = ""
+) -> tuple[problem_lib.Problem, keras.Model, str]:
+    """The problem and model a t2t-train run dir describes, with a checkpoint's weights."""
+    experiment = experiment_lib.Experiment.load(output_dir)
+    problem = experiment.build_problem()
+    model = experiment.build_model(problem.vocab_size)
+    path = checkpoint_path or checkpoints.latest(output_dir)
+    if not os.path.exists(path + ".index"):
+        raise FileNotFoundError(f"--checkpoint_path: no checkpoint at {path!r}")
+    checkpoints.restore_model(model, path)
+    return problem, model, path
+
+
+def make_decoder(
+    model: keras.Model, decode_hparams: str, xla_compile: bool = False
+) -> decoder_lib.Decoder:
+    hp = hparams_lib.override(decoder_lib.DecodeHParams(), decode_hparams)
+    return decoder_lib.Decoder(model, hp, xla_compile)
+
+
+def encode_lines(
+    problem: problem_lib.Problem, lines: list[str], limit: int, source: str, first_line: int = 1
+) -> tuple[list[list[int]], list[str]]:
+    """Lines -> ids (an unencodable line gives [] and an error naming it), errors."""
+    inputs, errors = [], []
+    for number, line in enumerate(lines, start=first_line):
+        try:
+            ids = problem.encode_text(line)
+        except ValueError as err:
+            errors.append(f"{source}:{number}: {err}")
+            ids = []
+        inputs.append(decoder_lib.truncate(ids, limit, f"{source}:{number}"))
+    return inputs, errors
+
+
+def format_hypotheses(
+    problem: problem_lib.Problem,
+    hypotheses: list[tuple[list[int], float]],
+    hp: decoder_lib.DecodeHParams,
+) -> str:
+    """One output line: the best hypothesis, or all beams tab-separated; scores if asked."""
+    fields = []
+    for ids, score in hypotheses[: hp.num_outputs]:
+        fields.append(problem.decode_text(ids))
+        if hp.write_beam_scores:
+            fields.append(f"{score:.4f}")
+    return "\t".join(fields)
+
+
+def read_lines(path: str) -> tuple[list[str], list[str]]:
+    """A UTF-8 file's lines; a line that is not UTF-8 becomes "" with an error naming it."""
+    lines, errors = [], []
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, start=1):
+            try:
+                lines.append(raw.decode("utf-8").rstrip("\r\n"))
+            except UnicodeDecodeError:
+                errors.append(f"{path}:{number}: not valid UTF-8")
+                lines.append("")
+    return lines, errors
+
+
+def decode_file(
+    decoder: decoder_lib.Decoder,
+    problem: problem_lib.Problem,
+    input_path: str,
+    output_path: str,
+) -> list[str]:
+    """Decodes every line of input_path, in order, into output_path (written atomically).
+
+    Empty lines give empty outputs. Lines that cannot be decoded give empty
+    outputs too and are returned as errors naming the line; the others are
+    decoded and written regardless.
+    """
+    lines, errors = read_lines(input_path)
+    inputs, encode_errors = encode_lines(problem, lines, decoder.hp.max_input_length, input_path)
+    errors += encode_errors
+    outputs = decoder.decode_ids(inputs)
+    text = "".join(format_hypotheses(problem, hyps, decoder.hp) + "\n" for hyps in outputs)
+    os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)
+    with open(output_path + ".tmp", "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(output_path + ".tmp", output_path)
+    logging.info("Decoded %d lines of %s into %s.", len(lines), input_path, output_path)
+    return errors
+
+
+def decode_interactive(
+    decoder: decoder_lib.Decoder,
+    problem: problem_lib.Problem,
+    stdin: Iterable[str] = sys.stdin,
+    stdout: TextIO = sys.stdout,
+) -> None:
+    """Reads lines until EOF and prints each decode; a bad line prints an error line."""
+    for number, line in enumerate(stdin, start=1):
+        inputs, errors = encode_lines(
+            problem, [line.rstrip("\n")], decoder.hp.max_input_length, "<stdin>", number
+        )
+        if errors:
+            print(f"error: {errors[0]}", file=stdout, flush=True)
+            continue
+        hypotheses = decoder.decode_ids(inputs)[0]
+        print(format_hypotheses(problem, hypotheses, decoder.hp), file=stdout, flush=True)
+
+
+def decode_split(
+    decoder: decoder_lib.Decoder,
+    problem: problem_lib.Problem,
+    data_dir: str,
+    split: str,
+    max_examples: int = -1,
+) -> dict[str, float]:
+    """Decodes a split's inputs -> char accuracy, sequence accuracy, examples.
+
+    char accuracy: target positions (EOS included) where the decoded sequence
+    has the target's symbol; sequence accuracy: exact matches.
+    """
+    paths = problem.filepaths(data_dir, split)
+    missing = [p for p in paths if not os.path.exists(p)]
+    if missing:
+        raise FileNotFoundError(f"{missing[0]} not found: run t2t-datagen for {problem.name}")
+    examples = []
+    for path in paths:
+        tfrecord.check_file(path)
+        examples.extend(tfrecord.read_records(path))
+    if max_examples >= 0:
+        examples = examples[:max_examples]
+    inputs = [_strip_eos(e["inputs"]) for e in examples]
+    outputs = decoder.decode_ids(inputs)
+    correct = total = exact = 0
+    for example, hypotheses in zip(examples, outputs, strict=True):
+        target = [*_strip_eos(example["targets"]), problem_lib.EOS_ID]
+        predicted = [*hypotheses[0][0], problem_lib.EOS_ID]
+        matches = np.equal(target, (predicted + [problem_lib.PAD_ID] * len(target))[: len(target)])
+        correct += int(matches.sum())
+        total += len(target)
+        exact += int(predicted == target)
+    count = max(len(examples), 1)
+    return {
+        "char_accuracy": correct / max(total, 1),
+        "sequence_accuracy": exact / count,
+        "examples": len(examples),
+    }
+
+
+def _strip_eos(ids: list[int]) -> list[int]:
+    return ids[:-1] if ids and ids[-1] == problem_lib.EOS_ID else list(ids)
