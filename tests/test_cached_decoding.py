@@ -68,3 +68,17 @@ def test_cache_entries_keep_their_shapes():
     steps = [key for key in cache if key.startswith("step_")]
     assert len(steps) == model.hparams.act_max_steps
     assert shapes["step_1"]["k"] == (2, 2, 7, 8)
+
+
+@pytest.mark.parametrize("name", ["transformer_pre", "adaptive_ut"])
+def test_cached_and_uncached_greedy_search_agree(name):
+    from t2t_lite.decoding import reference, search
+
+    model = MODELS[name]()
+    encoded, bias = model.encode(INPUTS)
+    cache = model.init_cache(encoded, bias, 8)
+    cached_ids, cached_scores = search.sample(model.decode_step, cache, 2, 8)
+    init_cache, step_fn = reference.uncached_step_fn(model, 8)
+    ids, scores = search.sample(step_fn, init_cache(encoded, bias), 2, 8)
+    np.testing.assert_array_equal(ids.numpy(), cached_ids.numpy())
+    np.testing.assert_allclose(scores.numpy(), cached_scores.numpy(), atol=1e-4)
