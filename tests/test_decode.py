@@ -122,3 +122,20 @@ def test_missing_checkpoint_and_bad_decode_hparams_are_clear(copy_run, tmp_path)
     result = run_decode(f"--output_dir={run_dir}", f"--checkpoint_path={tmp_path}/nope")
     assert result.returncode == 1 and "no checkpoint at" in result.stderr
     assert problem.get("test_identity_small").decode_text([3, 4, 1, 5]) == "1 2"
+
+
+def test_search_is_traced_once_per_padded_shape(copy_run):
+    _, run_dir = copy_run
+    _, model, _ = runner.load(run_dir)
+    decoder = runner.make_decoder(model, "batch_size=4")
+    # Lengths 1..6 (+EOS) all pad to the 8-wide bucket; short batches fill to 4 rows.
+    first = decoder.decode_ids([[2], [3, 4, 5], [2, 2, 2, 2, 2]])
+    second = decoder.decode_ids([[5, 4, 3, 2, 5, 4], [4]])
+    assert decoder.search.experimental_get_tracing_count() == 1
+    assert [hyps[0][0] for hyps in first + second] == [
+        [2],
+        [3, 4, 5],
+        [2, 2, 2, 2, 2],
+        [5, 4, 3, 2, 5, 4],
+        [4],
+    ]
