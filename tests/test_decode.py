@@ -31,11 +31,13 @@ def copy_run(tmp_path_factory):
     return str(root / "data"), str(root / "run")
 
 
-@pytest.mark.parametrize("decode_hparams", ["", "beam_size=3,alpha=0.6"])
-def test_decoding_the_dev_split_copies_every_input(copy_run, decode_hparams):
+@pytest.mark.parametrize(
+    ("decode_hparams", "xla"), [("", False), ("beam_size=3,alpha=0.6", False), ("", True)]
+)
+def test_decoding_the_dev_split_copies_every_input(copy_run, decode_hparams, xla):
     data_dir, run_dir = copy_run
     prob, model, _ = runner.load(run_dir)
-    decoder = runner.make_decoder(model, decode_hparams)
+    decoder = runner.make_decoder(model, decode_hparams, xla)
     metrics = runner.decode_split(decoder, prob, data_dir, "dev")
     assert metrics == {"char_accuracy": 1.0, "sequence_accuracy": 1.0, "examples": 40}
 
