@@ -82,3 +82,18 @@ def test_cached_and_uncached_greedy_search_agree(name):
     ids, scores = search.sample(step_fn, init_cache(encoded, bias), 2, 8)
     np.testing.assert_array_equal(ids.numpy(), cached_ids.numpy())
     np.testing.assert_allclose(scores.numpy(), cached_scores.numpy(), atol=1e-4)
+
+
+@pytest.mark.parametrize("beam_size", [1, 2])
+def test_outputs_stop_at_input_length_plus_extra_length(beam_size):
+    from t2t_lite.decoding import decoder
+
+    # An untrained model seldom emits EOS, so the limit is what stops it.
+    model = MODELS["transformer_pre"]()
+    hp = decoder.DecodeHParams(beam_size=beam_size, extra_length=2, batch_size=3)
+    inputs = [[3], [4, 5, 6], [7, 8, 9, 10, 3]]
+    outputs = decoder.Decoder(model, hp).decode_ids(inputs)
+    lengths = [len(hyps[0][0]) for hyps in outputs]
+    limits = [len(i) + 2 for i in inputs]
+    assert all(n <= limit for n, limit in zip(lengths, limits, strict=True))
+    assert any(n == limit for n, limit in zip(lengths, limits, strict=True))

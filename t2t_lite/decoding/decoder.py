@@ -63,24 +63,33 @@ class Decoder:
         self.search = tf.function(self._search, jit_compile=xla_compile)
 
     def _search(self, inputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        """inputs [B, S] (EOS-terminated, PAD after) -> (ids [B, K, T], scores [B, K])."""
+        """inputs [B, S] (EOS-terminated, PAD after) -> (ids [B, K, T], scores [B, K]).
+
+        Row i's output has at most (its input length + extra_length) symbols
+        before EOS: past that, EOS is the only choice. T is fixed per input
+        shape (S + extra_length + 1), so rows of any length share one trace.
+        """
         hp = self.hp
         batch_size = tf.shape(inputs)[0]
-        max_length = tf.shape(inputs)[1] + hp.extra_length
+        max_length = tf.shape(inputs)[1] + hp.extra_length + 1
+        symbols = tf.reduce_sum(tf.cast(inputs > problem.EOS_ID, tf.int32), axis=1)  # [B]
+        limits = tf.repeat(symbols + hp.extra_length, hp.beam_size)  # [B*K] beam rows
         encoded, bias = self.model.encode(inputs)
         cache = self.model.init_cache(encoded, bias, max_length)
+
+        def step_fn(ids, index, cache):
+            logits, cache = self.model.decode_step(ids, index, cache)
+            vocab = tf.range(tf.shape(logits)[-1])
+            only_eos = tf.where(vocab == problem.EOS_ID, 0.0, search.NEG)  # [V]
+            over = (index >= limits[: tf.shape(ids)[0]])[:, tf.newaxis]  # [N, 1]
+            return tf.where(over, only_eos, logits), cache
+
         if hp.beam_size > 1:
             return search.beam_search(
-                self.model.decode_step, cache, batch_size, max_length, hp.beam_size, hp.alpha
+                step_fn, cache, batch_size, max_length, hp.beam_size, hp.alpha
             )
         ids, scores = search.sample(
-            self.model.decode_step,
-            cache,
-            batch_size,
-            max_length,
-            hp.temperature,
-            hp.top_k,
-            (hp.seed, 0),
+            step_fn, cache, batch_size, max_length, hp.temperature, hp.top_k, (hp.seed, 0)
         )
         return ids[:, tf.newaxis], scores[:, tf.newaxis]
 
