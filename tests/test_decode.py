@@ -141,3 +141,10 @@ def test_search_is_traced_once_per_padded_shape(copy_run):
         [5, 4, 3, 2, 5, 4],
         [4],
     ]
+
+
+def test_binary_decodes_an_eval_split_with_metrics(copy_run):
+    data_dir, run_dir = copy_run
+    result = run_decode(f"--output_dir={run_dir}", f"--data_dir={data_dir}", "--max_examples=10")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "char_accuracy=1.0000 sequence_accuracy=1.0000 examples=10"
