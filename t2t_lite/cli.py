@@ -1,6 +1,5 @@
 """Helpers shared by the absl binaries: user-facing errors and reports."""
 
-import os
 import sys
 from collections.abc import Callable
 
@@ -48,11 +47,3 @@ def format_metrics(results: dict[str, dict[str, float]]) -> str:
             + "".join(f" {m.get(key, float('nan')):>10.3f}" for key, _ in extra)
         )
     return "\n".join(lines)
-
-
-def write_atomically(path: str, text: str) -> None:
-    """Writes text to path through a temporary file, so readers never see half of it."""
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(path + ".tmp", path)

@@ -7,8 +7,8 @@ from typing import Any
 
 import keras
 
+from t2t_lite import files, registry
 from t2t_lite import hparams as hparams_lib
-from t2t_lite import registry
 from t2t_lite.data import problem as problem_lib
 
 EXPERIMENT_FILE = "experiment.json"
@@ -48,11 +48,8 @@ class Experiment:
 
     def save(self, output_dir: str) -> None:
         """Writes experiment.json atomically."""
-        os.makedirs(output_dir, exist_ok=True)
         path = os.path.join(output_dir, EXPERIMENT_FILE)
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(), f, indent=2, sort_keys=True)
-        os.replace(path + ".tmp", path)
+        files.write_atomically(path, json.dumps(self.to_dict(), indent=2, sort_keys=True))
 
     @classmethod
     def load(cls, output_dir: str) -> "Experiment":

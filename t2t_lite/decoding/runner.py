@@ -10,6 +10,7 @@ import numpy as np
 from absl import logging
 
 from t2t_lite import experiment as experiment_lib
+from t2t_lite import files
 from t2t_lite import hparams as hparams_lib
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
@@ -97,10 +98,7 @@ def decode_file(
     errors += encode_errors
     outputs = decoder.decode_ids(inputs)
     text = "".join(format_hypotheses(problem, hyps, decoder.hp) + "\n" for hyps in outputs)
-    os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)
-    with open(output_path + ".tmp", "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(output_path + ".tmp", output_path)
+    files.write_atomically(output_path, text)
     logging.info("Decoded %d lines of %s into %s.", len(lines), input_path, output_path)
     return errors
 

@@ -80,6 +80,17 @@ class UniversalStack(keras.layers.Layer):
         # Sublayers build when first applied; there is no state of this layer's own.
         pass
 
+    def _with_signals(
+        self, positions: tf.Tensor, block_step: Callable[[tf.Tensor, tf.Tensor | int], tf.Tensor]
+    ) -> Callable[[tf.Tensor, tf.Tensor | int], tf.Tensor]:
+        """step_fn(state, step) = block_step(state + P_t, step), P_t = positions + step signal."""
+
+        def step_fn(state: tf.Tensor, step: tf.Tensor | int) -> tf.Tensor:
+            signal = positions + self.step_signal.signal(step)  # [1, L, C]
+            return block_step(state + tf.cast(signal, state.dtype), step)
+
+        return step_fn
+
     def apply(
         self,
         x: tf.Tensor,
@@ -95,11 +106,7 @@ class UniversalStack(keras.layers.Layer):
         if not self.built:
             self.build()
         positions = embedding.timing_signal(tf.shape(x)[1], x.shape[-1], start=position_start)
-
-        def step_fn(state: tf.Tensor, step: tf.Tensor | int) -> tf.Tensor:
-            signal = positions + self.step_signal.signal(step)  # [1, L, C]
-            return block_fn(state + tf.cast(signal, state.dtype))
-
+        step_fn = self._with_signals(positions, lambda state, step: block_fn(state))
         stats = None
         if self.halting is None:
             for step in range(1, self.num_steps + 1):
@@ -124,11 +131,7 @@ class UniversalStack(keras.layers.Layer):
         (frozen) keys and values for later positions.
         """
         position = embedding.timing_signal(1, x.shape[-1], start=index)  # [1, 1, C]
-
-        def step_fn(state: tf.Tensor, step: int) -> tf.Tensor:
-            signal = position + self.step_signal.signal(step)  # [1, 1, C]
-            return block_step(state + tf.cast(signal, state.dtype), step)
-
+        step_fn = self._with_signals(position, block_step)
         if self.halting is None:
             for step in range(1, self.num_steps + 1):
                 x = step_fn(x, step)

@@ -11,6 +11,7 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_lite import experiment as experiment_lib
+from t2t_lite import files
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
 from t2t_lite.layers import masks
@@ -211,9 +212,9 @@ class Trainer:
             if split != problem_lib.TRAIN
         }
         path = os.path.join(self.output_dir, METRICS_FILE)
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            json.dump({"step": step, **results}, f, indent=2, sort_keys=True)
-        os.replace(path + ".tmp", path)
+        files.write_atomically(
+            path, json.dumps({"step": step, **results}, indent=2, sort_keys=True)
+        )
         return results
 
 
