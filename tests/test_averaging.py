@@ -1,0 +1,97 @@
+"""Checkpoint averaging: means in float64, dtypes kept, mismatches refused."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t_lite import hparams, registry
+from t2t_lite.models import transformer_hparams  # noqa: F401 (registers sets)
+from t2t_lite.training import averaging, checkpoints
+
+VOCAB = 12
+
+
+def tiny_model(hidden_size: int = 16):
+    hp = registry.HPARAMS.get("transformer_test")()
+    hp = hparams.override(hp, {"hidden_size": hidden_size, "filter_size": 32})
+    model = registry.MODELS.get("transformer")(hp, VOCAB)
+    checkpoints.build_model(model)
+    return model
+
+
+def save_step_valued(directory: str, steps: list[int], hidden_size: int = 16) -> list[str]:
+    """Checkpoints where every variable (model, a bf16 extra, the step) equals the step."""
+    model = tiny_model(hidden_size)
+    step = tf.Variable(0, dtype=tf.int64)
+    extra = tf.Variable(tf.zeros([3], tf.bfloat16))
+    checkpoint = tf.train.Checkpoint(model=model, step=step, extra=extra)
+    manager = checkpoints.make_manager(checkpoint, directory, max_to_keep=10)
+    paths = []
+    for s in steps:
+        for variable in model.variables:
+            variable.assign(tf.fill(variable.shape, float(s)))
+        extra.assign(tf.fill([3], tf.cast(s, tf.bfloat16)))
+        step.assign(s)
+        paths.append(manager.save(checkpoint_number=s))
+    return paths
+
+
+def test_the_average_of_step_valued_checkpoints_is_the_mean_step(tmp_path):
+    run = str(tmp_path / "run")
+    save_step_valued(run, [1, 2, 3, 4, 5, 6])
+    output = averaging.run(run, num_last=4, explicit=[])
+    assert output == f"{run}/averaged/model.ckpt-6"
+
+    reader = tf.train.load_checkpoint(output)
+    newest = tf.train.load_checkpoint(f"{run}/model.ckpt-6")
+    assert reader.get_variable_to_dtype_map() == newest.get_variable_to_dtype_map()
+    assert reader.get_tensor(averaging.STEP_KEY) == 6  # non-float: from the newest
+    extra = reader.get_tensor("extra/.ATTRIBUTES/VARIABLE_VALUE")
+    np.testing.assert_array_equal(np.asarray(extra, np.float32), [4.5] * 3)  # bf16 kept
+
+    # It restores into a model like any checkpoint: every weight is (3+4+5+6)/4.
+    model = tiny_model()
+    checkpoints.restore_model(model, output)
+    for variable in model.variables:
+        np.testing.assert_array_equal(variable.numpy(), np.full(variable.shape, 4.5))
+    # The output directory names it, so the directory is a --checkpoint_path too.
+    assert tf.train.latest_checkpoint(f"{run}/averaged") == output
+
+
+def test_an_explicit_list_is_averaged_in_any_order(tmp_path):
+    run = str(tmp_path / "run")
+    paths = save_step_valued(run, [1, 2, 6])
+    output = averaging.run("", 5, [paths[2], paths[0], paths[1]], str(tmp_path / "avg" / "x"))
+    reader = tf.train.load_checkpoint(output)
+    assert reader.get_tensor(averaging.STEP_KEY) == 6
+    key = next(k for k in reader.get_variable_to_shape_map() if "embedding" in k)
+    np.testing.assert_array_equal(reader.get_tensor(key), np.full_like(reader.get_tensor(key), 3))
+
+
+def test_checkpoints_of_different_shapes_are_refused_naming_the_variable(tmp_path):
+    small = save_step_valued(str(tmp_path / "a"), [1], hidden_size=16)
+    large = save_step_valued(str(tmp_path / "b"), [2], hidden_size=32)
+    with pytest.raises(ValueError, match=r"variable 'model/.*' is float32\[.*16.*\] in .*a/"):
+        averaging.run("", 5, small + large, str(tmp_path / "avg" / "x"))
+    assert not (tmp_path / "avg").exists()
+
+
+def test_checkpoints_of_different_models_are_refused_naming_the_variable(tmp_path):
+    paths = save_step_valued(str(tmp_path / "a"), [1])
+    other = tf.train.Checkpoint(model=tiny_model(), step=tf.Variable(2, dtype=tf.int64))
+    paths.append(other.write(str(tmp_path / "b" / "model.ckpt-2")))  # no "extra" variable
+    with pytest.raises(ValueError, match=r"variable 'extra/.*' is in .*a/model.ckpt-1 but not in"):
+        averaging.run("", 5, paths, str(tmp_path / "avg" / "x"))
+
+
+def test_asking_for_more_checkpoints_than_kept_is_a_clear_error(tmp_path):
+    run = str(tmp_path / "run")
+    save_step_valued(run, [1, 2])
+    with pytest.raises(ValueError, match=r"--num_last_checkpoints=5, but .* holds 2"):
+        averaging.run(run, 5, [])
+    with pytest.raises(ValueError, match="is in --model_dir"):
+        averaging.run(run, 2, [], f"{run}/model.ckpt-99")
+    with pytest.raises(FileNotFoundError, match="no checkpoint at"):
+        averaging.run(run, 2, [f"{run}/model.ckpt-7"], str(tmp_path / "x"))
+    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+        averaging.run(str(tmp_path / "empty"), 2, [])
