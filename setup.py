@@ -16,7 +16,14 @@ setuptools.setup(
     license="Apache-2.0",
     python_requires=">=3.10",
     packages=setuptools.find_packages(include=["t2t_lite", "t2t_lite.*", "problems"]),
-    scripts=["bin/t2t-datagen", "bin/t2t-train", "bin/t2t-compare", "bin/t2t-decode"],
+    scripts=[
+        "bin/t2t-datagen",
+        "bin/t2t-train",
+        "bin/t2t-compare",
+        "bin/t2t-decode",
+        "bin/t2t-avg-checkpoints",
+        "bin/t2t-export",
+    ],
     install_requires=[
         "tensorflow>=2.21,<2.22",
         "keras>=3.10,<4",
@@ -27,5 +34,9 @@ setuptools.setup(
         "tensorboard>=2.20,<3",
         "numpy>=1.26,<3",
     ],
-    extras_require={"test": ["pytest>=8,<10", "ruff>=0.6"]},
+    extras_require={
+        # The example client in examples/ (gRPC and REST requests to TF Serving).
+        "serving": ["tensorflow-serving-api>=2.21,<2.22"],
+        "test": ["pytest>=8,<10", "ruff>=0.6", "tensorflow-serving-api>=2.21,<2.22"],
+    },
 )

@@ -1,34 +1,12 @@
 """t2t-decode end to end: a tiny model trained on copy decodes its inputs back."""
 
 import io
-import os
-import subprocess
-import sys
 
 import pytest
+from conftest import run_binary
 
-from t2t_lite import experiment
 from t2t_lite.data import problem
 from t2t_lite.decoding import runner
-from t2t_lite.training import trainer
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-COPY_HPARAMS = (
-    "batch_size=256,max_length=16,hidden_size=32,filter_size=64,learning_rate_warmup_steps=100"
-)
-
-
-@pytest.fixture(scope="module")
-def copy_run(tmp_path_factory):
-    """A Transformer trained on test_identity_small to 1.0 dev sequence accuracy (~20 s)."""
-    root = tmp_path_factory.mktemp("copy")
-    exp = experiment.Experiment.resolve(
-        "transformer", "test_identity_small", "transformer_algorithmic_tiny", COPY_HPARAMS
-    )
-    config = trainer.TrainConfig(train_steps=300, local_eval_frequency=300)
-    results = trainer.train(exp, str(root / "data"), str(root / "run"), config)
-    assert results["dev"]["sequence_accuracy"] == 1.0
-    return str(root / "data"), str(root / "run")
 
 
 @pytest.mark.parametrize(
@@ -43,21 +21,7 @@ def test_decoding_the_dev_split_copies_every_input(copy_run, decode_hparams, xla
 
 
 def run_decode(*args):
-    """Runs bin/t2t-decode in a fresh process that knows the tests' problems."""
-    code = (
-        "import sys, runpy, conftest; sys.argv = ['t2t-decode'] + sys.argv[1:]; "
-        f"runpy.run_path({os.path.join(ROOT, 'bin', 't2t-decode')!r}, run_name='__main__')"
-    )
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    env["PYTHONPATH"] = os.pathsep.join([ROOT, os.path.join(ROOT, "tests")])
-    return subprocess.run(
-        [sys.executable, "-c", code, *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
+    return run_binary("t2t-decode", *args)
 
 
 def test_binary_decodes_a_file_in_order_and_reports_bad_lines(copy_run, tmp_path):

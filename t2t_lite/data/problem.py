@@ -9,7 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_lite import registry
-from t2t_lite.data import batching, tfrecord
+from t2t_lite.data import batching, graph_tokenizer, tfrecord
 
 PAD_ID = 0
 EOS_ID = 1
@@ -64,6 +64,12 @@ class Problem(abc.ABC):
     def decode_text(self, ids: list[int]) -> str:
         """Ids (up to EOS; PAD skipped) -> text."""
         raise ValueError(f"problem {self.name!r} has no text encoding")
+
+    def graph_tokenizer(self, data_dir: str) -> "graph_tokenizer.GraphTokenizer":
+        """encode_text/decode_text as TensorFlow ops (for exports); data_dir holds vocabularies."""
+        raise ValueError(
+            f"problem {self.name!r} has no in-graph tokenizer, so it cannot serve text"
+        )
 
     # Files.
 

@@ -60,9 +60,9 @@ class Decoder:
     def __init__(self, model: keras.Model, hp: DecodeHParams, xla_compile: bool = False):
         self.model = model
         self.hp = hp
-        self.search = tf.function(self._search, jit_compile=xla_compile)
+        self.search = tf.function(self.search_ids, jit_compile=xla_compile)
 
-    def _search(self, inputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    def search_ids(self, inputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         """inputs [B, S] (EOS-terminated, PAD after) -> (ids [B, K, T], scores [B, K]).
 
         Row i's output has at most (its input length + extra_length) symbols

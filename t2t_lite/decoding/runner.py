@@ -26,6 +26,8 @@ def load(
     problem = experiment.build_problem()
     model = experiment.build_model(problem.vocab_size)
     path = checkpoint_path or checkpoints.latest(output_dir)
+    if os.path.isdir(path):  # e.g. t2t-avg-checkpoints' output directory
+        path = checkpoints.latest(path)
     if not os.path.exists(path + ".index"):
         raise FileNotFoundError(f"--checkpoint_path: no checkpoint at {path!r}")
     checkpoints.restore_model(model, path)

@@ -1,0 +1,56 @@
+"""Text <-> ids inside a TensorFlow graph, for exports that serve text.
+
+A problem's graph tokenizer does in TensorFlow ops what its `encode_text` /
+`decode_text` do in Python, using only ops that ship with TensorFlow and
+tensorflow-text, so a SavedModel holding it runs on stock TF Serving.
+"""
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+
+class GraphTokenizer(tf.Module):
+    """The interface an export needs (a tf.Module, so its tables are saved)."""
+
+    def tokenize(self, text: tf.Tensor) -> tuple[tf.RaggedTensor, tf.Tensor]:
+        """text [N] (valid UTF-8) -> (ids [N, (tokens)] without EOS, known [N] bool).
+
+        known[i] is False when line i has a token outside the vocabulary; its
+        ids are then meaningless and the line must not be decoded.
+        """
+        raise NotImplementedError
+
+    def detokenize(self, ids: tf.RaggedTensor) -> tf.Tensor:
+        """ids [N, (tokens)] without EOS or PAD -> text [N]."""
+        raise NotImplementedError
+
+
+class SymbolTokenizer(GraphTokenizer):
+    """Whitespace-separated symbols, symbol i having id first_id + i.
+
+    The same encoding as the algorithmic problems' encode_text/decode_text:
+    "3 1 4" <-> [5, 3, 6] for decimal digits after PAD and EOS.
+    """
+
+    def __init__(self, symbols: list[str], first_id: int):
+        super().__init__()
+        self._splitter = tf_text.WhitespaceTokenizer()
+        ids = tf.range(first_id, first_id + len(symbols), dtype=tf.int32)
+        self._table = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(tf.constant(symbols), ids), default_value=-1
+        )
+        # Id -> text; reserved ids (PAD, EOS) map to nothing.
+        self._symbols = tf.constant([""] * first_id + list(symbols))
+        self._first_id = first_id
+
+    def tokenize(self, text: tf.Tensor) -> tuple[tf.RaggedTensor, tf.Tensor]:
+        tokens = self._splitter.tokenize(text)  # [N, (tokens)] strings
+        ids = tf.ragged.map_flat_values(self._table.lookup, tokens)  # [N, (tokens)]
+        known = tf.reduce_all(ids >= 0, axis=1)  # [N]
+        return ids, known
+
+    def detokenize(self, ids: tf.RaggedTensor) -> tf.Tensor:
+        vocab_size = tf.shape(self._symbols)[0]
+        ids = tf.ragged.boolean_mask(ids, (ids >= self._first_id) & (ids < vocab_size))
+        words = tf.ragged.map_flat_values(tf.gather, self._symbols, ids)  # [N, (tokens)]
+        return tf.strings.reduce_join(words, axis=1, separator=" ")

@@ -1,0 +1,94 @@
+"""What t2t-export does: a trained run -> export_dir/<version>/, a SavedModel, atomically."""
+
+import json
+import os
+import shutil
+
+import tensorflow as tf
+import tensorflow_text
+from absl import logging
+
+from t2t_lite import experiment as experiment_lib
+from t2t_lite import files
+from t2t_lite import hparams as hparams_lib
+from t2t_lite.decoding import decoder as decoder_lib
+from t2t_lite.decoding import runner
+from t2t_lite.export import serving
+
+# Beside the SavedModel; TF Serving's loader ignores assets.extra except for warmup.
+METADATA_FILE = os.path.join("assets.extra", "t2t_lite_export.json")
+DEFAULT_DECODE_HPARAMS = "beam_size=4,alpha=0.6"
+
+
+def decode_hparams(overrides: str) -> decoder_lib.DecodeHParams:
+    """The search an export holds: beam or greedy (sampling is refused)."""
+    hp = hparams_lib.override(decoder_lib.DecodeHParams(), DEFAULT_DECODE_HPARAMS)
+    hp = hparams_lib.override(hp, overrides)
+    hparams_lib.require(
+        hp.temperature == 0 and hp.top_k == 0,
+        "temperature, top_k",
+        "an export serves beam or greedy search; sampling is not exported",
+    )
+    return hp
+
+
+def versions(export_dir: str) -> list[int]:
+    """The versions (numeric subdirectories) already in export_dir."""
+    if not os.path.isdir(export_dir):
+        return []
+    return sorted(int(name) for name in os.listdir(export_dir) if name.isdigit())
+
+
+def export(
+    output_dir: str,
+    export_dir: str,
+    checkpoint_path: str = "",
+    overrides: str = "",
+    version: int = 0,
+    data_dir: str = "",
+) -> str:
+    """Writes export_dir/<version> (default: one past the newest) and returns its path.
+
+    The SavedModel is written under a hidden temporary name in export_dir and
+    renamed into place when complete, so a server watching export_dir never
+    sees half an export; an existing version is never overwritten.
+    """
+    hp = decode_hparams(overrides)
+    existing = versions(export_dir)
+    version = version or (existing[-1] + 1 if existing else 1)
+    if version < 1:
+        raise ValueError(f"--version must be >= 1, got {version}")
+    final = os.path.join(export_dir, str(version))
+    if os.path.exists(final):
+        raise ValueError(f"{final} exists; pick another --version (existing: {existing})")
+    experiment = experiment_lib.Experiment.load(output_dir)
+    problem, model, path = runner.load(output_dir, checkpoint_path)
+    tokenizer = problem.graph_tokenizer(data_dir)
+    module = serving.ServingModule(model, tokenizer, hp, problem.vocab_size)
+    os.makedirs(export_dir, exist_ok=True)
+    temporary = os.path.join(export_dir, f".incomplete-{version}-{os.getpid()}")
+    try:
+        tf.saved_model.save(module, temporary, signatures=module.signatures())
+        metadata = {
+            "model": experiment.model,
+            "hparams_set": experiment.hparams_set,
+            "problem": problem.name,
+            "checkpoint": os.path.abspath(path),
+            "decode_hparams": hparams_lib.to_dict(hp),
+            "signatures": {
+                serving.TEXT_SIGNATURE: "inputs: string [N] -> outputs: string [N], "
+                "scores: float [N], status: string [N]",
+                serving.IDS_SIGNATURE: "inputs: int32 [N, S] -> outputs: int32 [N, T], "
+                "scores: float [N], status: string [N]",
+            },
+            "tensorflow": tf.__version__,
+            "tensorflow_text": tensorflow_text.__version__,
+        }
+        files.write_atomically(
+            os.path.join(temporary, METADATA_FILE), json.dumps(metadata, indent=2) + "\n"
+        )
+        os.rename(temporary, final)
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+    logging.info("Exported %s (%s) to %s.", path, hp, final)
+    return final

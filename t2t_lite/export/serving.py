@@ -1,0 +1,106 @@
+"""The signatures of an export: text in, text out; padded ids in, ids out.
+
+Both run the same graph: rows are truncated to max_input_length, EOS is
+appended, the decoder's search (beam or greedy, fixed at export time) runs,
+and each row's best hypothesis is cut at its EOS. A row that cannot be
+decoded never fails the batch; its `status` says why:
+
+- "ok": decoded;
+- "truncated": longer than max_input_length; its first max_input_length
+  tokens were decoded;
+- "empty": no tokens; output "" (or no ids) with score 0.0;
+- "invalid_utf8" (text only): not UTF-8; output "" with score REJECTED_SCORE;
+- "unknown_token": a token outside the vocabulary (text) or an id outside
+  [0, vocab_size) (ids); output "" with score REJECTED_SCORE.
+"""
+
+import keras
+import tensorflow as tf
+
+from t2t_lite.data import graph_tokenizer
+from t2t_lite.data import problem as problem_lib
+from t2t_lite.decoding import decoder as decoder_lib
+from t2t_lite.decoding import search
+
+PAD_ID = problem_lib.PAD_ID
+EOS_ID = problem_lib.EOS_ID
+OK, TRUNCATED, EMPTY = "ok", "truncated", "empty"
+INVALID_UTF8, UNKNOWN_TOKEN = "invalid_utf8", "unknown_token"
+# Finite (JSON has no infinities) and below any real score.
+REJECTED_SCORE = search.NEG
+
+TEXT_SIGNATURE = "serving_default"
+IDS_SIGNATURE = "decode_ids"
+
+
+class ServingModule(tf.Module):
+    """A model, its problem's graph tokenizer and a search, as two tf.functions."""
+
+    def __init__(
+        self,
+        model: keras.Model,
+        tokenizer: graph_tokenizer.GraphTokenizer,
+        hp: decoder_lib.DecodeHParams,
+        vocab_size: int,
+    ):
+        super().__init__()
+        # The model's variables are tracked, not the Keras model itself: saving
+        # a tracked Keras model would also trace its own default signature.
+        self.model_variables = list(model.variables)
+        self.tokenizer = tokenizer
+        self._decoder = decoder_lib.Decoder(model, hp)
+        self._max_input_length = hp.max_input_length
+        self._vocab_size = vocab_size
+        self.serve_text = tf.function(
+            self._serve_text, input_signature=[tf.TensorSpec([None], tf.string, name="inputs")]
+        )
+        self.serve_ids = tf.function(
+            self._serve_ids, input_signature=[tf.TensorSpec([None, None], tf.int32, name="inputs")]
+        )
+
+    def signatures(self) -> dict:
+        return {TEXT_SIGNATURE: self.serve_text, IDS_SIGNATURE: self.serve_ids}
+
+    def _serve_text(self, inputs: tf.Tensor) -> dict[str, tf.Tensor]:
+        """inputs [N] strings -> outputs [N] strings, scores [N], status [N]."""
+        # Valid UTF-8 is unchanged by transcoding; anything else gains U+FFFD.
+        transcoded = tf.strings.unicode_transcode(inputs, "UTF-8", "UTF-8", errors="replace")
+        valid = tf.equal(transcoded, inputs)  # [N]
+        ids, known = self.tokenizer.tokenize(tf.where(valid, inputs, ""))
+        outputs, scores, status = self._decode(ids, known)
+        return {
+            "outputs": self.tokenizer.detokenize(outputs),
+            "scores": tf.where(valid, scores, REJECTED_SCORE),
+            "status": tf.where(valid, status, INVALID_UTF8),
+        }
+
+    def _serve_ids(self, inputs: tf.Tensor) -> dict[str, tf.Tensor]:
+        """inputs [N, S] ids (each row ends at its first PAD or EOS) -> ids [N, T], scores, status."""
+        in_row = tf.math.cumprod(tf.cast(inputs > EOS_ID, tf.int32), axis=1)  # [N, S]
+        lengths = tf.reduce_sum(in_row, axis=1)  # [N]
+        ids = tf.RaggedTensor.from_tensor(inputs, lengths=lengths)  # [N, (symbols)]
+        in_vocab = (inputs >= 0) & (inputs < self._vocab_size)  # [N, S]
+        outputs, scores, status = self._decode(ids, tf.reduce_all(in_vocab, axis=1))
+        return {"outputs": outputs.to_tensor(PAD_ID), "scores": scores, "status": status}
+
+    def _decode(
+        self, ids: tf.RaggedTensor, known: tf.Tensor
+    ) -> tuple[tf.RaggedTensor, tf.Tensor, tf.Tensor]:
+        """ids [N, (tokens)] without EOS, known [N] -> best ids [N, (out)], scores [N], status."""
+        lengths = tf.cast(ids.row_lengths(), tf.int32)  # [N]
+        truncated = lengths > self._max_input_length
+        ids = ids[:, : self._max_input_length]
+        accepted = known & (lengths > 0)  # rows the model decodes
+        kept = tf.where(accepted, tf.minimum(lengths, self._max_input_length), 0)  # [N]
+        dense = tf.where(accepted[:, tf.newaxis], ids.to_tensor(PAD_ID), PAD_ID)  # [N, S]
+        dense = tf.pad(dense, [[0, 0], [0, 1]])  # [N, S + 1]: room for EOS
+        dense += EOS_ID * tf.one_hot(kept, tf.shape(dense)[1], dtype=tf.int32)  # EOS at kept
+        hypotheses, scores = self._decoder.search_ids(dense)  # [N, K, T], [N, K]
+        best = hypotheses[:, 0]  # [N, T]
+        out_lengths = tf.reduce_sum(tf.math.cumprod(tf.cast(best > EOS_ID, tf.int32), axis=1), 1)
+        outputs = tf.RaggedTensor.from_tensor(best, lengths=tf.where(accepted, out_lengths, 0))
+        status = tf.where(
+            ~known, UNKNOWN_TOKEN, tf.where(lengths == 0, EMPTY, tf.where(truncated, TRUNCATED, OK))
+        )
+        scores = tf.where(accepted, scores[:, 0], tf.where(known, 0.0, REJECTED_SCORE))
+        return outputs, scores, status
