@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from t2t_lite.data import problem
+from t2t_lite.data import graph_tokenizer, problem
 
 NUM_RESERVED_IDS = 2  # PAD, EOS
 
@@ -65,6 +65,10 @@ class AlgorithmicProblem(problem.Problem):
                 f"symbols from {' '.join(self.symbols())}"
             )
         return [table[token] for token in text.split()]
+
+    def graph_tokenizer(self, data_dir: str) -> graph_tokenizer.GraphTokenizer:
+        del data_dir  # the symbols are fixed
+        return graph_tokenizer.SymbolTokenizer(self.symbols(), NUM_RESERVED_IDS)
 
     def decode_text(self, ids: list[int]) -> str:
         symbols = self.symbols()
