@@ -54,12 +54,12 @@ def main(argv):
         "targets": rng.uniform(shape, 2, FLAGS.vocab_size, dtype=tf.int32),
     }
     for _ in range(FLAGS.warmup_steps):
-        train_step(batch)[0].numpy()
+        train_step((batch,))[0].numpy()
     rates = []
     for _ in range(FLAGS.repeats):
         start = time.perf_counter()
         for _ in range(FLAGS.steps):
-            out = train_step(batch)
+            out = train_step((batch,))
         out[0].numpy()
         rates.append(rows * FLAGS.length * FLAGS.steps / (time.perf_counter() - start))
     tokens_per_sec = statistics.median(rates)

@@ -49,9 +49,9 @@ class MultiHeadAttention(keras.layers.Layer):
         """query [B, T, C] over projected keys/values [B, H, S, D] -> [B, T, C]."""
         q = self.split_heads(self.query(query)) * (self.depth**-0.5)  # [B, H, T, D]
         logits = tf.einsum("bhtd,bhsd->bhts", q, keys)  # [B, H, T, S]
-        # Softmax in float32: the -1e9 bias and the normalisation stay exact
-        # under mixed precision.
-        weights = tf.nn.softmax(tf.cast(logits, tf.float32) + bias)
+        # Softmax in float32: the bias and the normalisation stay exact under
+        # mixed precision.
+        weights = tf.nn.softmax(tf.cast(logits, tf.float32) + tf.cast(bias, tf.float32))
         weights = self.dropout(tf.cast(weights, values.dtype), training=training)
         context = tf.einsum("bhts,bhsd->bhtd", weights, values)  # [B, H, T, D]
         return self.output_projection(self.merge_heads(context))

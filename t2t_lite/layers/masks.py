@@ -1,13 +1,16 @@
 """Attention biases: 0 where attention is allowed, a large negative elsewhere.
 
-Biases are float32: attention logits are promoted to float32 before the bias is
-added, so -1e9 stays finite under float16 and bfloat16 compute.
+Attention adds the bias to float32 logits. The bias itself may pass through
+a Keras layer call under a float16 policy, which casts floating inputs to
+float16: -1e9 would become -inf there (and a fully masked row NaN), so the
+large negative is float16's most negative finite value, which every dtype
+holds and whose exp is exactly 0 in float32.
 """
 
 import tensorflow as tf
 
 PAD_ID = 0
-NEG_INF = -1e9
+NEG_INF = -65504.0  # float16's minimum
 
 
 def padding_mask(ids: tf.Tensor) -> tf.Tensor:

@@ -11,6 +11,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from t2t_lite import files
 from t2t_lite.training import checkpoints
 
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
@@ -103,7 +104,11 @@ def average(paths: list[str], output_path: str) -> None:
         os.replace(temporary + suffix, output_path + suffix)
     # The directory's "checkpoint" file names it, so the directory works as
     # a --checkpoint_path too.
-    tf.compat.v1.train.update_checkpoint_state(directory, os.path.abspath(output_path))
+    name = os.path.basename(output_path)
+    files.write_atomically(
+        os.path.join(directory, "checkpoint"),
+        f'model_checkpoint_path: "{name}"\nall_model_checkpoint_paths: "{name}"\n',
+    )
 
 
 def run(model_dir: str, num_last: int, explicit: list[str], output_path: str = "") -> str:

@@ -15,10 +15,12 @@ from t2t_lite import files
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
 from t2t_lite.layers import masks
-from t2t_lite.training import checkpoints, evaluation, losses, schedules
+from t2t_lite.training import checkpoints, distribution, evaluation, losses, schedules
 
 SUM = tf.distribute.ReduceOp.SUM
 METRICS_FILE = "metrics.json"
+# --mixed_precision -> Keras dtype policy. Variables, logits and the loss stay float32.
+PRECISIONS = {"none": "float32", "fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
 
 
 class NonFiniteLossError(RuntimeError):
@@ -36,6 +38,12 @@ class TrainConfig:
     log_step_count_steps: int = 100
     random_seed: int = 1
     xla_compile: bool = False
+    strategy: str = "default"  # distribution.STRATEGIES
+    devices: tuple[str, ...] = ()  # for one_device / mirrored; default: all local GPUs
+    mixed_precision: str = "none"  # PRECISIONS
+    # Gradients of this many micro-batches (each hparams.batch_size tokens per
+    # replica) are summed into one update, normalised by their total tokens.
+    accumulation_steps: int = 1
 
     def __post_init__(self):
         for key in (
@@ -43,11 +51,20 @@ class TrainConfig:
             "local_eval_frequency",
             "keep_checkpoint_max",
             "log_step_count_steps",
+            "accumulation_steps",
         ):
             if getattr(self, key) < 1:
                 raise ValueError(f"--{key} must be >= 1, got {getattr(self, key)}")
         if self.eval_steps == 0:
             raise ValueError("--eval_steps must be positive, or negative for the whole split")
+        if self.strategy not in distribution.STRATEGIES:
+            raise ValueError(
+                f"--strategy={self.strategy!r} is not one of {', '.join(distribution.STRATEGIES)}"
+            )
+        if self.mixed_precision not in PRECISIONS:
+            raise ValueError(
+                f"--mixed_precision={self.mixed_precision!r} is not one of {', '.join(PRECISIONS)}"
+            )
 
 
 class Trainer:
@@ -65,29 +82,35 @@ class Trainer:
         self.data_dir = data_dir
         self.output_dir = output_dir
         self.config = config
-        self.strategy = tf.distribute.get_strategy()
+        self.strategy = distribution.make_strategy(config.strategy, list(config.devices))
+        self.chief = distribution.is_chief(self.strategy)
         self.problem = experiment.build_problem()
         experiment.check_matches(output_dir)
-        experiment.save(output_dir)
+        if self.chief:
+            experiment.save(output_dir)
         if not self.problem.has_data(data_dir):
+            if not self.chief:
+                raise FileNotFoundError(
+                    f"no {self.problem.name} data in {data_dir!r}: run t2t-datagen before "
+                    "starting the workers (only the chief would generate it)"
+                )
             logging.info("No data for %s in %s: generating it.", self.problem.name, data_dir)
             self.problem.generate_data(data_dir, seed=config.random_seed)
         keras.utils.set_random_seed(config.random_seed)
         with self.strategy.scope():
             self.model, self.optimizer, self.step = build_training_state(
-                experiment, self.problem.vocab_size
+                experiment, self.problem.vocab_size, config.mixed_precision
             )
         self.checkpoint = checkpoints.make_checkpoint(self.model, self.optimizer, self.step)
+        # Every worker takes part in saving; only the chief's copy is kept.
+        self.save_dir = distribution.worker_dir(output_dir, self.strategy)
         self.manager = checkpoints.make_manager(
-            self.checkpoint, output_dir, config.keep_checkpoint_max
+            self.checkpoint, self.save_dir, config.keep_checkpoint_max
         )
-        if self.manager.latest_checkpoint:
-            self.checkpoint.restore(
-                self.manager.latest_checkpoint
-            ).assert_existing_objects_matched()
-            logging.info(
-                "Resumed from %s at step %d.", self.manager.latest_checkpoint, int(self.step)
-            )
+        latest = tf.train.latest_checkpoint(output_dir)  # the chief's, on every worker
+        if latest:
+            self.checkpoint.restore(latest).assert_existing_objects_matched()
+            logging.info("Resumed from %s at step %d.", latest, int(self.step.numpy()))
         self._train_step = make_train_step(
             self.model,
             self.optimizer,
@@ -95,6 +118,7 @@ class Trainer:
             self.hp.label_smoothing,
             self.step,
             config.xla_compile,
+            config.accumulation_steps,
         )
         self._eval_writers: dict[str, tf.summary.SummaryWriter] = {}
         self._eval_step = evaluation.make_eval_step(
@@ -125,8 +149,8 @@ class Trainer:
     def train(self) -> dict[str, dict[str, float]]:
         """Trains to config.train_steps, evaluating and checkpointing; returns final metrics."""
         config = self.config
-        start_step = int(self.step)
-        writer = tf.summary.create_file_writer(os.path.join(self.output_dir, "train"))
+        start_step = int(self.step.numpy())
+        writer = self._summary_writer("train")
         # Reseed the shuffle on resume so a restarted run does not replay its data.
         train_data = self.distributed_dataset(
             problem_lib.TRAIN, seed=config.random_seed + start_step
@@ -136,18 +160,30 @@ class Trainer:
         pending = []  # step outputs not yet read back to the host
         window = _Window(start_step)
         # A Python step count: reading the step variable would sync every step.
+        micro_batches = range(config.accumulation_steps)
         for step in range(start_step + 1, config.train_steps + 1):
-            batch = tfrecord.next_element(iterator, paths)
-            pending.append(self._train_step(batch))
+            batches = tuple(tfrecord.next_element(iterator, paths) for _ in micro_batches)
+            pending.append(self._train_step(batches))
             boundary = step % config.local_eval_frequency == 0 or step == config.train_steps
             if step % config.log_step_count_steps == 0 or boundary:
                 self._log_progress(window, pending, step, writer)
                 pending = []
             if boundary:
-                self.manager.save(checkpoint_number=step)
+                self._save(step)
                 if step < config.train_steps:  # the final evaluation covers the last step
                     self._evaluate_split(self.problem.eval_split, step, config.eval_steps)
         return self.final_evaluation()
+
+    def _save(self, step: int) -> None:
+        self.manager.save(checkpoint_number=step)
+        if not self.chief:  # a worker's copy only served the collective save
+            tf.io.gfile.rmtree(self.save_dir)
+
+    def _summary_writer(self, name: str) -> tf.summary.SummaryWriter:
+        """Summaries are the chief's: other workers get a writer that writes nothing."""
+        if not self.chief:
+            return tf.summary.create_noop_writer()
+        return tf.summary.create_file_writer(os.path.join(self.output_dir, name))
 
     def _log_progress(self, window: "_Window", pending: list, step: int, writer) -> None:
         loss_sum = sum(float(out[0]) for out in pending)
@@ -193,9 +229,7 @@ class Trainer:
             ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()),
         )
         if split not in self._eval_writers:
-            self._eval_writers[split] = tf.summary.create_file_writer(
-                os.path.join(self.output_dir, f"eval_{split}")
-            )
+            self._eval_writers[split] = self._summary_writer(f"eval_{split}")
         writer = self._eval_writers[split]
         with writer.as_default(step=step):
             for key, value in metrics.items():
@@ -205,29 +239,40 @@ class Trainer:
 
     def final_evaluation(self) -> dict[str, dict[str, float]]:
         """Evaluates every non-train split in full; writes metrics.json in the run dir."""
-        step = int(self.step)
+        step = int(self.step.numpy())
         results = {
             split: self._evaluate_split(split, step, max_steps=-1)
             for split in sorted(self.problem.splits)
             if split != problem_lib.TRAIN
         }
-        path = os.path.join(self.output_dir, METRICS_FILE)
-        files.write_atomically(
-            path, json.dumps({"step": step, **results}, indent=2, sort_keys=True)
-        )
+        if self.chief:
+            path = os.path.join(self.output_dir, METRICS_FILE)
+            files.write_atomically(
+                path, json.dumps({"step": step, **results}, indent=2, sort_keys=True)
+            )
         return results
 
 
 def build_training_state(
-    experiment: experiment_lib.Experiment, vocab_size: int
+    experiment: experiment_lib.Experiment, vocab_size: int, mixed_precision: str = "none"
 ) -> tuple[keras.Model, keras.optimizers.Optimizer, tf.Variable]:
     """A built model, an optimizer built over its weights, and the step counter.
 
-    Call inside the strategy's scope: variables are created here.
+    Call inside the strategy's scope: variables are created here. Under
+    mixed precision the model's layers compute in float16/bfloat16 (their
+    variables stay float32); fp16 wraps the optimizer in Keras's
+    LossScaleOptimizer. The global dtype policy is restored afterwards.
     """
-    model = experiment.build_model(vocab_size)
-    checkpoints.build_model(model)
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(PRECISIONS[mixed_precision])
+    try:
+        model = experiment.build_model(vocab_size)
+        checkpoints.build_model(model)
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
     optimizer = schedules.make_optimizer(experiment.hparams)
+    if mixed_precision == "fp16":
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     optimizer.build(model.trainable_variables)
     step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
     return model, optimizer, step
@@ -240,13 +285,18 @@ def make_train_step(
     label_smoothing: float,
     step: tf.Variable,
     xla_compile: bool = False,
+    accumulation_steps: int = 1,
 ):
-    """A compiled step: distributed batch -> (loss sum, non-pad tokens, gradient norm, metrics).
+    """A compiled step: k distributed micro-batches -> (loss sum, tokens, grad norm, metrics).
 
-    metrics are the model's auxiliary outputs (e.g. ponder time), averaged over
-    replicas, plus "aux_loss" when the model adds a loss of its own.
+    Gradients of the k micro-batches are summed and applied once, the loss
+    normalised by the global count of non-pad target tokens over all of them:
+    the update equals one step on their union. metrics are the model's
+    auxiliary outputs (e.g. ponder time), averaged over replicas and
+    micro-batches, plus "aux_loss" when the model adds a loss of its own.
     """
     replicas = float(strategy.num_replicas_in_sync)
+    scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
 
     def loss_and_gradients(batch, global_weight):
         with tf.GradientTape() as tape:
@@ -257,8 +307,10 @@ def make_train_step(
             metrics = dict(aux)
             extra = metrics.pop("loss", None)
             if extra is not None:  # e.g. ACT's ponder cost, a per-replica mean
-                loss += extra / replicas
+                loss += extra / (replicas * accumulation_steps)
                 metrics["aux_loss"] = extra
+            if scaled:  # fp16: gradients of the scaled loss; apply_gradients unscales
+                loss = optimizer.scale_loss(loss)
         grads = tape.gradient(loss, model.trainable_variables)
         return loss_sum, grads, metrics
 
@@ -266,18 +318,31 @@ def make_train_step(
     # compiled function, where distribution strategies can merge across replicas.
     compiled = tf.function(loss_and_gradients, jit_compile=xla_compile)
 
-    def replica_step(batch):
-        weight = tf.reduce_sum(masks.padding_mask(batch["targets"]))
+    def replica_step(batches):
+        weight = tf.add_n([tf.reduce_sum(masks.padding_mask(b["targets"])) for b in batches])
         context = tf.distribute.get_replica_context()
         global_weight = tf.maximum(context.all_reduce(SUM, weight), 1.0)
-        loss_sum, grads, metrics = compiled(batch, global_weight)
+        loss_sum, grads, metrics = compiled(batches[0], global_weight)
+        for batch in batches[1:]:
+            more_loss, more_grads, more_metrics = compiled(batch, global_weight)
+            loss_sum += more_loss
+            grads = [g + h for g, h in zip(grads, more_grads, strict=True)]
+            metrics = {key: metrics[key] + more_metrics[key] for key in metrics}
+        metrics = {key: value / len(batches) for key, value in metrics.items()}
         grad_norm = tf.linalg.global_norm(grads)
+        if scaled:
+            # Report the unscaled norm; an overflowing step is skipped by the
+            # optimizer (and its scale lowered), so it is not an error here.
+            grad_norm /= tf.cast(optimizer.dynamic_scale, grad_norm.dtype)
+            grad_norm = tf.where(tf.math.is_finite(grad_norm), grad_norm, 0.0)
         optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
         return loss_sum, weight, grad_norm, metrics
 
-    @tf.function
-    def train_step(batch):
-        loss_sum, weight, grad_norm, metrics = strategy.run(replica_step, args=(batch,))
+    # With several micro-batches, each of its own bucket shape, traced
+    # shapes are generalised rather than traced per combination.
+    @tf.function(reduce_retracing=accumulation_steps > 1)
+    def train_step(batches):
+        loss_sum, weight, grad_norm, metrics = strategy.run(replica_step, args=(batches,))
         step.assign_add(1)
         mean = tf.distribute.ReduceOp.MEAN
         return (

@@ -1,0 +1,210 @@
+"""Strategies, mixed precision and gradient accumulation: same updates, finite losses."""
+
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from conftest import ROOT
+
+from t2t_lite import experiment
+from t2t_lite.data import problem
+from t2t_lite.training import distribution, trainer
+
+VOCAB = 12
+
+
+def fresh_state(mixed_precision: str = "none"):
+    exp = experiment.Experiment.resolve("transformer", "test_identity_small", "transformer_test")
+    keras.utils.set_random_seed(7)
+    model, optimizer, step = trainer.build_training_state(exp, VOCAB, mixed_precision)
+    return model, optimizer, step
+
+
+def random_batch(seed: int, rows: int, length: int, vocab: int = VOCAB) -> dict[str, tf.Tensor]:
+    rng = np.random.default_rng(seed)
+    batch = {}
+    for key in ("inputs", "targets"):
+        ids = rng.integers(2, vocab, size=[rows, length])
+        lengths = rng.integers(1, length + 1, size=rows)
+        ids[np.arange(length)[None, :] >= lengths[:, None]] = problem.PAD_ID
+        batch[key] = tf.constant(ids, tf.int32)
+    return batch
+
+
+def union(a: dict, b: dict) -> dict:
+    """Rows of a and b in one batch, padded to the longer length."""
+    length = max(a["inputs"].shape[1], b["inputs"].shape[1])
+
+    def pad(t):
+        return tf.pad(t, [[0, 0], [0, length - t.shape[1]]])
+
+    return {key: tf.concat([pad(a[key]), pad(b[key])], axis=0) for key in a}
+
+
+def test_accumulating_micro_batches_equals_one_step_on_their_union():
+    first, second = random_batch(1, 3, 5), random_batch(2, 4, 7)  # different shapes
+    strategy = tf.distribute.get_strategy()
+
+    model, optimizer, step = fresh_state()
+    accumulate = trainer.make_train_step(model, optimizer, strategy, 0.1, step, False, 2)
+    loss_a, weight_a, _, _ = accumulate((first, second))
+    accumulated = [v.numpy() for v in model.trainable_variables]
+
+    model, optimizer, step = fresh_state()
+    single = trainer.make_train_step(model, optimizer, strategy, 0.1, step)
+    loss_b, weight_b, _, _ = single((union(first, second),))
+    once = [v.numpy() for v in model.trainable_variables]
+
+    assert float(weight_a) == float(weight_b)
+    assert float(loss_a) == pytest.approx(float(loss_b), rel=1e-5)
+    moved = 0
+    for a, b, start in zip(accumulated, once, fresh_state()[0].trainable_variables, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+        moved += int(np.abs(a - start.numpy()).max() > 1e-4)
+    assert moved > 0.9 * len(once)  # the update happened
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_mixed_precision_trains_with_finite_loss_and_float32_variables(precision, tmp_path, caplog):
+    exp = experiment.Experiment.resolve(
+        "transformer", "test_identity_small", "transformer_test", "batch_size=64"
+    )
+    config = trainer.TrainConfig(
+        train_steps=6, local_eval_frequency=6, log_step_count_steps=3, mixed_precision=precision
+    )
+    run = trainer.Trainer(exp, str(tmp_path / "data"), str(tmp_path / "run"), config)
+    compute = {"fp16": "float16", "bf16": "bfloat16"}[precision]
+    assert run.model.embedding.compute_dtype == compute
+    assert {v.dtype for v in run.model.trainable_variables} == {"float32"}
+    assert isinstance(run.optimizer, keras.optimizers.LossScaleOptimizer) == (precision == "fp16")
+    logits, _ = run.model.forward(random_batch(3, 2, 4, run.problem.vocab_size))
+    assert logits.dtype == tf.float32
+    results = run.train()
+    assert math.isfinite(results["dev"]["loss"])
+    assert keras.mixed_precision.global_policy().name == "float32"  # restored
+
+
+def test_bad_distribution_settings_are_clear(monkeypatch):
+    with pytest.raises(ValueError, match="--strategy='ring' is not one of"):
+        trainer.TrainConfig(strategy="ring")
+    with pytest.raises(ValueError, match="--mixed_precision='fp8'"):
+        trainer.TrainConfig(mixed_precision="fp8")
+    with pytest.raises(ValueError, match="--accumulation_steps must be >= 1"):
+        trainer.TrainConfig(accumulation_steps=0)
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    with pytest.raises(ValueError, match="needs the TF_CONFIG environment variable"):
+        distribution.make_strategy("multi_worker")
+    monkeypatch.setenv("TF_CONFIG", '{"cluster": {}}')
+    with pytest.raises(ValueError, match="TF_CONFIG is not valid"):
+        distribution.make_strategy("multi_worker")
+
+
+# Two logical CPUs must be configured before TensorFlow starts, so this runs
+# in a fresh process: a mirrored step over the two halves of a global batch
+# against a default-strategy step on the whole batch.
+MIRRORED = """
+import json, sys
+import numpy as np
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+import test_scale_out as t
+from t2t_lite.training import trainer
+
+batch = t.union(t.random_batch(1, 4, 6), t.random_batch(2, 4, 6))  # 8 rows
+results = {}
+for name in ("default", "mirrored"):
+    if name == "default":
+        strategy = tf.distribute.get_strategy()
+        model, optimizer, step = t.fresh_state()
+        distributed = batch
+    else:
+        strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+        with strategy.scope():
+            model, optimizer, step = t.fresh_state()
+        distributed = strategy.experimental_distribute_values_from_function(
+            lambda ctx: {k: v[ctx.replica_id_in_sync_group * 4:][:4] for k, v in batch.items()}
+        )
+    train_step = trainer.make_train_step(model, optimizer, strategy, 0.1, step)
+    loss, weight, _, _ = train_step((distributed,))
+    results[name] = (float(loss), float(weight), [v.numpy() for v in model.trainable_variables])
+(la, wa, va), (lb, wb, vb) = results["default"], results["mirrored"]
+diff = max(float(np.abs(a - b).max()) for a, b in zip(va, vb))
+print(json.dumps({"loss": [la, lb], "weight": [wa, wb], "max_weight_diff": diff,
+                  "replicas": strategy.num_replicas_in_sync}))
+"""
+
+
+def run_python(code: str, env_extra: dict | None = None, timeout: int = 300):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **(env_extra or {}))
+    env["PYTHONPATH"] = os.pathsep.join([ROOT, os.path.join(ROOT, "tests")])
+    return subprocess.Popen(
+        [sys.executable, "-c", code],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_a_mirrored_step_over_two_devices_equals_a_single_device_step():
+    process = run_python(MIRRORED)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err[-3000:]
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["replicas"] == 2
+    assert result["weight"][0] == result["weight"][1]
+    # Tolerance: float32 sums in another order (per-replica partial sums).
+    assert result["loss"][0] == pytest.approx(result["loss"][1], rel=1e-5)
+    assert result["max_weight_diff"] < 1e-5
+
+
+WORKER = """
+import conftest
+from t2t_lite import experiment
+from t2t_lite.training import trainer
+import sys
+exp = experiment.Experiment.resolve(
+    "transformer", "test_identity_small", "transformer_test", "batch_size=64")
+config = trainer.TrainConfig(train_steps=4, local_eval_frequency=4, eval_steps=2,
+                             strategy="multi_worker")
+results = trainer.train(exp, sys.argv[1], sys.argv[2], config)
+print("done", results["dev"]["loss"])
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_two_local_workers_train_and_the_chief_writes_one_checkpoint(tmp_path):
+    data, run = str(tmp_path / "data"), str(tmp_path / "run")
+    problem.get("test_identity_small").generate_data(data)
+    workers = [f"localhost:{free_port()}", f"localhost:{free_port()}"]
+    processes = []
+    for index in range(2):
+        tf_config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+        code = WORKER.replace("sys.argv[1], sys.argv[2]", f"{data!r}, {run!r}")
+        processes.append(run_python(code, {"TF_CONFIG": json.dumps(tf_config)}))
+    outputs = [p.communicate(timeout=600) for p in processes]
+    for process, (out, err) in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, err[-3000:]
+        assert "done" in out
+    assert tf.train.latest_checkpoint(run).endswith("model.ckpt-4")
+    names = sorted(os.listdir(run))
+    assert [n for n in names if n.startswith("model.ckpt")] == [
+        "model.ckpt-4.data-00000-of-00001",
+        "model.ckpt-4.index",
+    ]
+    assert not [n for n in names if n.startswith(".worker")]  # workers' copies removed
+    assert "metrics.json" in names and "train" in names  # the chief's files
