@@ -1,7 +1,11 @@
 """Training throughput (non-pad target tokens/s) and MFU of t2t_lite's train step.
 
 Prints one JSON line. MFU = achieved model FLOP/s / float32 matmul peak
-measured in the same run with the same threads.
+measured in the same run with the same threads. Unless --notorch_reference,
+the same architecture, batch and lengths are also trained with PyTorch's
+torch.nn.Transformer (bench/torch_reference.py) in the same run, and the
+line carries both throughputs and their ratio (pip install torch first; it
+is not a dependency of t2t_lite).
 
   python bench/train_throughput.py --hparams_set=transformer_tiny --batch_size=4096 --length=32
 """
@@ -26,6 +30,7 @@ flags.DEFINE_integer("steps", 10, "Timed steps per repeat.")
 flags.DEFINE_integer("warmup_steps", 3, "Untimed steps first (tracing).")
 flags.DEFINE_integer("repeats", 3, "Repeats; the median is reported.")
 flags.DEFINE_bool("xla_compile", False, "Compile forward and backward with XLA.")
+flags.DEFINE_bool("torch_reference", True, "Also time torch.nn.Transformer, same shapes.")
 
 
 def main(argv):
@@ -74,6 +79,9 @@ def main(argv):
     )
     achieved = tokens_per_sec * flops_per_token / 1e9
     peak = common.matmul_peak_gflops()
+    reference = {}
+    if FLAGS.torch_reference:
+        reference = torch_figures(hp, rows, tokens_per_sec, flops_per_token, peak)
     print(
         json.dumps(
             {
@@ -90,10 +98,32 @@ def main(argv):
                 "model_gflops_per_sec": round(achieved, 2),
                 "matmul_peak_gflops": round(peak, 2),
                 "mfu": round(achieved / peak, 4),
+                **reference,
                 "machine": common.machine(),
             }
         )
     )
+
+
+def torch_figures(hp, rows: int, tokens_per_sec: float, flops_per_token: float, peak: float):
+    try:
+        import torch
+        import torch_reference
+    except ImportError:
+        raise SystemExit(
+            "the PyTorch reference needs torch (pip install torch), or pass --notorch_reference"
+        ) from None
+    torch.set_num_threads(os.cpu_count())
+    rate, rates = torch_reference.tokens_per_second(
+        hp, FLAGS.vocab_size, rows, FLAGS.length, FLAGS.steps, FLAGS.warmup_steps, FLAGS.repeats
+    )
+    return {
+        "torch": torch.__version__,
+        "torch_tokens_per_sec": round(rate, 1),
+        "torch_tokens_per_sec_repeats": [round(r, 1) for r in rates],
+        "torch_mfu": round(rate * flops_per_token / 1e9 / peak, 4),
+        "ratio_vs_torch": round(tokens_per_sec / rate, 3),
+    }
 
 
 if __name__ == "__main__":
