@@ -114,11 +114,12 @@ def torch_figures(hp, rows: int, tokens_per_sec: float, flops_per_token: float, 
             "the PyTorch reference needs torch (pip install torch), or pass --notorch_reference"
         ) from None
     torch.set_num_threads(os.cpu_count())
-    rate, rates = torch_reference.tokens_per_second(
+    rate, rates, parameters = torch_reference.tokens_per_second(
         hp, FLAGS.vocab_size, rows, FLAGS.length, FLAGS.steps, FLAGS.warmup_steps, FLAGS.repeats
     )
     return {
         "torch": torch.__version__,
+        "torch_parameters": parameters,
         "torch_tokens_per_sec": round(rate, 1),
         "torch_tokens_per_sec_repeats": [round(r, 1) for r in rates],
         "torch_mfu": round(rate * flops_per_token / 1e9 / peak, 4),
