@@ -1,6 +1,8 @@
 """What t2t-export does: a trained run -> export_dir/<version>/, a SavedModel, atomically."""
 
+import contextlib
 import json
+import logging as py_logging
 import os
 import shutil
 
@@ -30,6 +32,19 @@ def decode_hparams(overrides: str) -> decoder_lib.DecodeHParams:
         "an export serves beam or greedy search; sampling is not exported",
     )
     return hp
+
+
+@contextlib.contextmanager
+def _logging_kept():
+    """Undoes what saving does to Python logging (it sets absl's logger to
+    WARNING and adds a root handler), so later INFO lines still show."""
+    absl_logger = logging.get_absl_logger()
+    level, handlers = absl_logger.level, list(py_logging.getLogger().handlers)
+    try:
+        yield
+    finally:
+        absl_logger.setLevel(level)
+        py_logging.getLogger().handlers[:] = handlers
 
 
 def versions(export_dir: str) -> list[int]:
@@ -68,7 +83,8 @@ def export(
     os.makedirs(export_dir, exist_ok=True)
     temporary = os.path.join(export_dir, f".incomplete-{version}-{os.getpid()}")
     try:
-        tf.saved_model.save(module, temporary, signatures=module.signatures())
+        with _logging_kept():
+            tf.saved_model.save(module, temporary, signatures=module.signatures())
         metadata = {
             "model": experiment.model,
             "hparams_set": experiment.hparams_set,
