@@ -167,14 +167,16 @@ def test_a_mirrored_step_over_two_devices_equals_a_single_device_step():
 
 
 WORKER = """
+import sys
 import conftest
+from absl import logging
 from t2t_lite import experiment
 from t2t_lite.training import trainer
-import sys
+logging.set_verbosity(logging.INFO)
 exp = experiment.Experiment.resolve(
     "transformer", "test_identity_small", "transformer_test", "batch_size=64")
-config = trainer.TrainConfig(train_steps=4, local_eval_frequency=4, eval_steps=2,
-                             strategy="multi_worker")
+config = trainer.TrainConfig(train_steps=int(sys.argv[3]), local_eval_frequency=2, eval_steps=2,
+                             keep_checkpoint_max=1, strategy="multi_worker")
 results = trainer.train(exp, sys.argv[1], sys.argv[2], config)
 print("done", results["dev"]["loss"])
 """
@@ -186,20 +188,28 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.slow
-def test_two_local_workers_train_and_the_chief_writes_one_checkpoint(tmp_path):
-    data, run = str(tmp_path / "data"), str(tmp_path / "run")
-    problem.get("test_identity_small").generate_data(data)
+def run_workers(data: str, run: str, train_steps: int) -> list[str]:
+    """Two workers on loopback ports, each with its TF_CONFIG; returns their stderr."""
     workers = [f"localhost:{free_port()}", f"localhost:{free_port()}"]
     processes = []
     for index in range(2):
         tf_config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
         code = WORKER.replace("sys.argv[1], sys.argv[2]", f"{data!r}, {run!r}")
+        code = code.replace("int(sys.argv[3])", str(train_steps))
         processes.append(run_python(code, {"TF_CONFIG": json.dumps(tf_config)}))
     outputs = [p.communicate(timeout=600) for p in processes]
     for process, (out, err) in zip(processes, outputs, strict=True):
         assert process.returncode == 0, err[-3000:]
         assert "done" in out
+    return [err for _, err in outputs]
+
+
+@pytest.mark.slow
+def test_two_local_workers_train_and_the_chief_writes_one_checkpoint(tmp_path):
+    """Checkpoints at steps 2 and 4 (keeping 1), then both workers restart to step 6."""
+    data, run = str(tmp_path / "data"), str(tmp_path / "run")
+    problem.get("test_identity_small").generate_data(data)
+    run_workers(data, run, train_steps=4)
     assert tf.train.latest_checkpoint(run).endswith("model.ckpt-4")
     names = sorted(os.listdir(run))
     assert [n for n in names if n.startswith("model.ckpt")] == [
@@ -208,3 +218,7 @@ def test_two_local_workers_train_and_the_chief_writes_one_checkpoint(tmp_path):
     ]
     assert not [n for n in names if n.startswith(".worker")]  # workers' copies removed
     assert "metrics.json" in names and "train" in names  # the chief's files
+
+    logs = run_workers(data, run, train_steps=6)  # restarted workers resume
+    assert all("Resumed from" in log and "at step 4" in log for log in logs)
+    assert tf.train.latest_checkpoint(run).endswith("model.ckpt-6")
