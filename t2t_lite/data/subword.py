@@ -1,0 +1,129 @@
+"""Subword vocabularies: learned with tensorflow-text's WordPiece learner, run in graphs.
+
+Text is pre-tokenized reversibly: every space becomes "▁" (U+2581) glued to
+the front of the word after it, and the text is cut into runs of letters,
+marks and digits (with their "▁") and single other characters. The words
+are split into WordPiece pieces ("##" marks a piece that continues a word)
+by tensorflow-text's FastWordpieceTokenizer. Detokenization joins the
+pieces, drops the "##" marks and turns "▁" back into spaces, so text whose
+characters all occur in the training data comes back exactly (any script,
+punctuation and emoji included). The same ops run eagerly for encode_text
+and inside an export's graph.
+
+Vocabulary file: one token per line, id = line number; ids 0, 1 and 2 are
+PAD, EOS and UNK (PAD and EOS as every problem has them).
+"""
+
+import collections
+import os
+from collections.abc import Iterable
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+from t2t_lite import files
+from t2t_lite.data import graph_tokenizer
+
+SPACE = "\u2581"
+SUFFIX = "##"
+PAD, EOS, UNK = "<pad>", "<EOS>", "[UNK]"
+RESERVED = (PAD, EOS, UNK)
+UNK_ID = 2
+# A word: optional "▁" then letters/marks/digits; or one other character.
+WORD = rf"{SPACE}?[\p{{L}}\p{{M}}\p{{N}}]+|{SPACE}?[^\p{{L}}\p{{M}}\p{{N}}{SPACE}]|{SPACE}"
+
+
+def pretokenize(text: tf.Tensor) -> tf.RaggedTensor:
+    """text [N] -> words [N, (words)]; concatenated, they are the text with "▁" for " "."""
+    marked = tf.strings.regex_replace(text, " ", SPACE)
+    return tf_text.regex_split(marked, WORD, keep_delim_regex_pattern=WORD)
+
+
+def count_words(lines: Iterable[str], batch_size: int = 1024) -> collections.Counter:
+    """Word counts of the pre-tokenized lines (the learner's input)."""
+    counts: collections.Counter = collections.Counter()
+    batch: list[str] = []
+    for line in [*lines, None]:
+        if line is not None:
+            batch.append(line)
+        if batch and (line is None or len(batch) == batch_size):
+            words = pretokenize(tf.constant(batch)).flat_values.numpy()
+            counts.update(word.decode("utf-8") for word in words)
+            batch = []
+    return counts
+
+
+def learn(lines: Iterable[str], target_size: int) -> list[str]:
+    """A WordPiece vocabulary of at most target_size tokens, reserved ids first.
+
+    Every character of the training text is in it (alone and as "##c"), so
+    such text never maps to UNK.
+    """
+    if target_size < len(RESERVED) + 1:
+        raise ValueError(f"vocabulary size {target_size} is too small")
+    counts = count_words(lines)
+    if not counts:
+        raise ValueError("no text to learn a vocabulary from")
+    tokens = learner.learn(
+        counts.items(),
+        vocab_size=target_size,
+        reserved_tokens=list(RESERVED),
+        lower_thresh=1,
+        joiner=SUFFIX,
+        max_unique_chars=100_000,
+    )
+    # The learner puts reserved tokens first, in order.
+    assert tuple(tokens[: len(RESERVED)]) == RESERVED, tokens[:5]
+    return tokens
+
+
+def save(tokens: list[str], path: str) -> None:
+    files.write_atomically(path, "".join(token + "\n" for token in tokens))
+
+
+def load(path: str) -> list[str]:
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path}: no vocabulary (run t2t-datagen for this problem)")
+    with open(path, encoding="utf-8") as f:
+        tokens = [line.rstrip("\n") for line in f]
+    if tuple(tokens[: len(RESERVED)]) != RESERVED:
+        raise ValueError(f"{path}: not a subword vocabulary (its first lines must be {RESERVED})")
+    return tokens
+
+
+class SubwordTokenizer(graph_tokenizer.GraphTokenizer):
+    """Text <-> WordPiece ids with the reversible pre-tokenization above."""
+
+    def __init__(self, tokens: list[str]):
+        super().__init__()
+        self.vocab_size = len(tokens)
+        self._tokens = tf.constant(tokens)
+        self._wordpiece = tf_text.FastWordpieceTokenizer(
+            vocab=tokens,
+            suffix_indicator=SUFFIX,
+            unknown_token=UNK,
+            no_pretokenization=True,
+            token_out_type=tf.int32,
+        )
+
+    def tokenize(self, text: tf.Tensor) -> tuple[tf.RaggedTensor, tf.Tensor]:
+        pieces = self._wordpiece.tokenize(pretokenize(text))  # [N, (words), (pieces)]
+        ids = pieces.merge_dims(1, 2)  # [N, (pieces)]
+        # Unknown characters become UNK; the line is still decodable.
+        return ids, tf.ones([tf.shape(text)[0]], tf.bool)
+
+    def detokenize(self, ids: tf.RaggedTensor) -> tf.Tensor:
+        ids = tf.ragged.boolean_mask(ids, (ids >= len(RESERVED) - 1) & (ids < self.vocab_size))
+        pieces = tf.ragged.map_flat_values(tf.gather, self._tokens, ids)  # [N, (pieces)]
+        pieces = tf.ragged.map_flat_values(tf.strings.regex_replace, pieces, "^##", "")
+        text = tf.strings.reduce_join(pieces, axis=1)  # [N]
+        return tf.strings.regex_replace(text, SPACE, " ")
+
+    def encode(self, line: str) -> list[int]:
+        """One line -> ids (eagerly, with the graph's ops)."""
+        ids, _ = self.tokenize(tf.constant([line]))
+        return ids[0].numpy().tolist()
+
+    def decode(self, ids: list[int]) -> str:
+        return self.detokenize(tf.ragged.constant([ids], dtype=tf.int32))[0].numpy().decode("utf-8")
