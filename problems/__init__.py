@@ -1,3 +1,6 @@
 """Concrete problems; importing this registers them."""
 
-from problems import algorithmic  # noqa: F401
+from problems import (
+    algorithmic,  # noqa: F401
+    text_files,  # noqa: F401
+)

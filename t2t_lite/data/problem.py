@@ -65,6 +65,14 @@ class Problem(abc.ABC):
         """Ids (up to EOS; PAD skipped) -> text."""
         raise ValueError(f"problem {self.name!r} has no text encoding")
 
+    def bind(self, directory: str) -> None:
+        """Loads what the problem keeps in a data or run dir (e.g. a vocabulary)."""
+        del directory  # nothing, by default
+
+    def save_assets(self, directory: str) -> None:
+        """Copies what `bind` reads into `directory` (t2t-train: the run dir)."""
+        del directory  # nothing, by default
+
     def graph_tokenizer(self, data_dir: str) -> "graph_tokenizer.GraphTokenizer":
         """encode_text/decode_text as TensorFlow ops (for exports); data_dir holds vocabularies."""
         raise ValueError(

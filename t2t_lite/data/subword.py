@@ -107,6 +107,10 @@ class SubwordTokenizer(graph_tokenizer.GraphTokenizer):
             token_out_type=tf.int32,
         )
 
+    @property
+    def tokens(self) -> list[str]:
+        return [token.decode("utf-8") for token in self._tokens.numpy()]
+
     def tokenize(self, text: tf.Tensor) -> tuple[tf.RaggedTensor, tf.Tensor]:
         pieces = self._wordpiece.tokenize(pretokenize(text))  # [N, (words), (pieces)]
         ids = pieces.merge_dims(1, 2)  # [N, (pieces)]

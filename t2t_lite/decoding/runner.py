@@ -24,6 +24,7 @@ def load(
     """The problem and model a t2t-train run dir describes, with a checkpoint's weights."""
     experiment = experiment_lib.Experiment.load(output_dir)
     problem = experiment.build_problem()
+    problem.bind(output_dir)  # the vocabulary t2t-train saved there, if any
     model = experiment.build_model(problem.vocab_size)
     path = checkpoint_path or checkpoints.latest(output_dir)
     if os.path.isdir(path):  # e.g. t2t-avg-checkpoints' output directory

@@ -96,6 +96,9 @@ class Trainer:
                 )
             logging.info("No data for %s in %s: generating it.", self.problem.name, data_dir)
             self.problem.generate_data(data_dir, seed=config.random_seed)
+        self.problem.bind(data_dir)
+        if self.chief:  # decoding and export read the vocabulary from the run dir
+            self.problem.save_assets(output_dir)
         keras.utils.set_random_seed(config.random_seed)
         with self.strategy.scope():
             self.model, self.optimizer, self.step = build_training_state(

@@ -1,0 +1,68 @@
+"""Text-to-text problems on the user's own parallel files.
+
+    t2t-datagen --problem=translate_from_files --data_dir=D \
+        --train_files=train.tsv --dev_files=dev.tsv [--vocab_size=8000]
+    t2t-datagen --problem=translate_from_files --data_dir=D \
+        --train_files=train.de,train.en --dev_files=dev.de,dev.en
+
+Files: one TSV (source<TAB>target per line) or a source and a target file
+aligned line by line. The file names are saved in the data dir
+(<problem>.files.json), so t2t-train can find them again.
+"""
+
+import json
+import os
+
+from t2t_lite import files
+from t2t_lite.data import problem, text_files, text_problem
+
+
+class FilesProblem(text_problem.Text2TextProblem):
+    """Pairs from the files configured for the data dir."""
+
+    def config_path(self, data_dir: str) -> str:
+        return os.path.join(data_dir, f"{self.name}.files.json")
+
+    def configure(
+        self, data_dir: str, train_files: list[str], dev_files: list[str], vocab_size: int = 0
+    ) -> None:
+        if not train_files or not dev_files:
+            raise ValueError(f"problem {self.name!r} needs --train_files and --dev_files")
+        config = {
+            "train": [os.path.abspath(p) for p in train_files],
+            "dev": [os.path.abspath(p) for p in dev_files],
+            "vocab_size": vocab_size or self.vocab_target_size,
+        }
+        files.write_atomically(self.config_path(data_dir), json.dumps(config, indent=2))
+
+    def _config(self, data_dir: str) -> dict:
+        path = self.config_path(data_dir)
+        if not os.path.exists(path):
+            raise ValueError(
+                f"problem {self.name!r} reads your files: run t2t-datagen --problem={self.name} "
+                f"--data_dir={data_dir} --train_files=... --dev_files=... first"
+            )
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+
+    def generate_data(self, data_dir: str, seed: int = 1) -> dict[str, int]:
+        self.vocab_target_size = int(self._config(data_dir)["vocab_size"])
+        return super().generate_data(data_dir, seed)
+
+    def text_pairs(self, data_dir: str, split: str):
+        return text_files.read_pairs(self._config(data_dir)[split])
+
+
+@problem.register("translate_from_files")
+class TranslateFromFiles(FilesProblem):
+    """Subword (WordPiece) vocabulary shared by source and target."""
+
+
+@problem.register("translate_from_files_characters")
+class TranslateFromFilesCharacters(FilesProblem):
+    """One token per character."""
+
+    max_sequence_length = 1024
+
+    def learn_vocabulary(self, lines: list[str]) -> list[str]:
+        return text_problem.CharacterVocabulary.learn(lines)

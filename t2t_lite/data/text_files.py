@@ -1,0 +1,45 @@
+"""Reading the user's parallel text: a TSV file or two aligned files, strictly UTF-8."""
+
+from collections.abc import Iterator
+
+
+def read_lines(path: str) -> list[str]:
+    """The file's lines without line ends; invalid UTF-8 is an error naming file and line."""
+    lines = []
+    try:
+        with open(path, "rb") as f:
+            for number, raw in enumerate(f, start=1):
+                try:
+                    lines.append(raw.decode("utf-8").rstrip("\r\n"))
+                except UnicodeDecodeError as err:
+                    raise ValueError(f"{path}:{number}: not valid UTF-8 ({err.reason})") from None
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file") from None
+    return lines
+
+
+def read_pairs(paths: list[str]) -> Iterator[tuple[str, str, str]]:
+    """(source, target, "file:line") from [a.tsv] (source<TAB>target) or [source, target]."""
+    if len(paths) == 1:
+        (path,) = paths
+        for number, line in enumerate(read_lines(path), start=1):
+            if not line.strip():
+                yield "", "", f"{path}:{number}"  # an empty line: skipped and counted
+                continue
+            if "\t" not in line:
+                raise ValueError(f"{path}:{number}: expected source<TAB>target, found no tab")
+            source, target = line.split("\t", 1)
+            yield source, target, f"{path}:{number}"
+    elif len(paths) == 2:
+        sources, targets = read_lines(paths[0]), read_lines(paths[1])
+        if len(sources) != len(targets):
+            raise ValueError(
+                f"{paths[0]} has {len(sources)} lines but {paths[1]} has {len(targets)}: "
+                "source and target files must be aligned line by line"
+            )
+        for number, (source, target) in enumerate(zip(sources, targets, strict=True), start=1):
+            yield source, target, f"{paths[0]}:{number}"
+    else:
+        raise ValueError(
+            f"expected one TSV file or a source file and a target file, got {len(paths)} files"
+        )
