@@ -30,7 +30,11 @@ def run(program: str, fn: Callable[[], None]) -> None:
 
 
 # Model metrics shown when present: ACT's mean ponder time (N + R) per stack.
-PONDER_COLUMNS = (("encoder_ponder_time", "enc_ponder"), ("decoder_ponder_time", "dec_ponder"))
+PONDER_COLUMNS = (
+    ("encoder_ponder_time", "enc_ponder"),
+    ("decoder_ponder_time", "dec_ponder"),
+    ("bleu", "bleu"),  # text problems
+)
 
 
 def format_metrics(results: dict[str, dict[str, float]]) -> str:

@@ -44,6 +44,8 @@ class Problem(abc.ABC):
     # The split evaluated during training; all non-train splits are evaluated
     # at the end.
     eval_split = "dev"
+    # Text problems: evaluation also decodes and reports BLEU on detokenized text.
+    reports_bleu = False
 
     @abc.abstractmethod
     def generate_examples(

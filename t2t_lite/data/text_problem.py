@@ -24,6 +24,7 @@ class Text2TextProblem(problem.Problem):
     # Pairs longer than this many subwords on either side are dropped.
     max_sequence_length = 256
     splits = {"train": (0, 10), "dev": (0, 1)}  # example counts come from the data
+    reports_bleu = True
 
     def __init__(self):
         self._tokenizer: subword.SubwordTokenizer | None = None

@@ -14,6 +14,7 @@ from t2t_lite import files
 from t2t_lite import hparams as hparams_lib
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
+from t2t_lite.decoding import bleu
 from t2t_lite.decoding import decoder as decoder_lib
 from t2t_lite.training import checkpoints
 
@@ -157,11 +158,35 @@ def decode_split(
         total += len(target)
         exact += int(predicted == target)
     count = max(len(examples), 1)
-    return {
+    metrics = {
         "char_accuracy": correct / max(total, 1),
         "sequence_accuracy": exact / count,
         "examples": len(examples),
     }
+    if problem.reports_bleu:
+        hypotheses = [problem.decode_text(hyps[0][0]) for hyps in outputs]
+        references = [problem.decode_text(_strip_eos(e["targets"])) for e in examples]
+        metrics["bleu"] = bleu.corpus_bleu(hypotheses, references)
+    return metrics
+
+
+def file_bleu(output_path: str, reference_path: str) -> float:
+    """BLEU of a decoded file's first column against a reference file, line by line."""
+    hypotheses = [line.split("\t")[0] for line in read_text_lines(output_path)]
+    references = read_text_lines(reference_path)
+    if len(hypotheses) != len(references):
+        raise ValueError(
+            f"{output_path} has {len(hypotheses)} lines but --decode_reference "
+            f"{reference_path} has {len(references)}"
+        )
+    return bleu.corpus_bleu(hypotheses, references)
+
+
+def read_text_lines(path: str) -> list[str]:
+    lines, errors = read_lines(path)
+    if errors:
+        raise ValueError(errors[0])
+    return lines
 
 
 def _strip_eos(ids: list[int]) -> list[int]:

@@ -14,6 +14,8 @@ from t2t_lite import experiment as experiment_lib
 from t2t_lite import files
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
+from t2t_lite.decoding import bleu
+from t2t_lite.decoding import decoder as decoder_lib
 from t2t_lite.layers import masks
 from t2t_lite.training import checkpoints, distribution, evaluation, losses, schedules
 
@@ -44,6 +46,9 @@ class TrainConfig:
     # Gradients of this many micro-batches (each hparams.batch_size tokens per
     # replica) are summed into one update, normalised by their total tokens.
     accumulation_steps: int = 1
+    # Text problems: BLEU of greedy decodes of this many examples of each
+    # evaluated split (0: none).
+    eval_bleu_examples: int = 100
 
     def __post_init__(self):
         for key in (
@@ -55,6 +60,8 @@ class TrainConfig:
         ):
             if getattr(self, key) < 1:
                 raise ValueError(f"--{key} must be >= 1, got {getattr(self, key)}")
+        if self.eval_bleu_examples < 0:
+            raise ValueError(f"--eval_bleu_examples must be >= 0, got {self.eval_bleu_examples}")
         if self.eval_steps == 0:
             raise ValueError("--eval_steps must be positive, or negative for the whole split")
         if self.strategy not in distribution.STRATEGIES:
@@ -124,6 +131,7 @@ class Trainer:
             config.accumulation_steps,
         )
         self._eval_writers: dict[str, tf.summary.SummaryWriter] = {}
+        self._bleu_decoder: decoder_lib.Decoder | None = None
         self._eval_step = evaluation.make_eval_step(
             self.model, self.strategy, self.hp.label_smoothing
         )
@@ -225,6 +233,8 @@ class Trainer:
         dataset = self.distributed_dataset(split)
         paths = self.problem.filepaths(self.data_dir, split)
         metrics = evaluation.evaluate(self._eval_step, dataset, paths, max_steps)
+        if self.problem.reports_bleu and self.config.eval_bleu_examples:
+            metrics["bleu"] = self._bleu(paths)
         logging.info(
             "eval %s at step %d: %s",
             split,
@@ -239,6 +249,14 @@ class Trainer:
                 tf.summary.scalar(key, value)
         writer.flush()
         return metrics
+
+    def _bleu(self, paths: list[str]) -> float:
+        """Greedy decodes of the split's first eval_bleu_examples examples, scored by BLEU."""
+        if self._bleu_decoder is None:
+            hp = decoder_lib.DecodeHParams(batch_size=min(32, self.config.eval_bleu_examples))
+            self._bleu_decoder = decoder_lib.Decoder(self.model, hp)
+        examples = bleu.read_examples(paths, self.config.eval_bleu_examples)
+        return bleu.examples_bleu(self._bleu_decoder, self.problem, examples)[0]
 
     def final_evaluation(self) -> dict[str, dict[str, float]]:
         """Evaluates every non-train split in full; writes metrics.json in the run dir."""
