@@ -162,7 +162,9 @@ def test_bleu_is_on_text_and_reference_files_must_align(tmp_path):
 
     (tmp_path / "out.txt").write_text("the fox runs fast\ntwo dogs\n", encoding="utf-8")
     (tmp_path / "ref.txt").write_text("the fox runs fast\ntwo dogs\n", encoding="utf-8")
-    assert runner.file_bleu(str(tmp_path / "out.txt"), str(tmp_path / "ref.txt")) == 100.0
+    assert runner.file_bleu(str(tmp_path / "out.txt"), str(tmp_path / "ref.txt")) == pytest.approx(
+        100
+    )
     (tmp_path / "ref.txt").write_text("the fox runs fast\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"out.txt has 2 lines but --decode_reference .* has 1"):
         runner.file_bleu(str(tmp_path / "out.txt"), str(tmp_path / "ref.txt"))
