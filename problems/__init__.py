@@ -3,4 +3,5 @@
 from problems import (
     algorithmic,  # noqa: F401
     text_files,  # noqa: F401
+    translate_tfds,  # noqa: F401
 )

@@ -1,4 +1,5 @@
-"""Text-to-text problems on the user's own parallel files.
+"""Problems on the user's own files: translation (Text2Text), language
+modelling (Text2Self) and classification (Text2Class) shapes.
 
     t2t-datagen --problem=translate_from_files --data_dir=D \
         --train_files=train.tsv --dev_files=dev.tsv [--vocab_size=8000]
@@ -66,3 +67,33 @@ class TranslateFromFilesCharacters(FilesProblem):
 
     def learn_vocabulary(self, lines: list[str]) -> list[str]:
         return text_problem.CharacterVocabulary.learn(lines)
+
+
+@problem.register("languagemodel_from_files")
+class LanguageModelFromFiles(FilesProblem):
+    """Text2Self: one plain text file per split, one document per line.
+
+    Inputs are empty (EOS only) and the target is the line, so the
+    encoder-decoder models learn p(line); LAMBADA-style problems fit here.
+    """
+
+    has_source = False
+    reports_bleu = False  # decoding from no input is sampling, not translation
+
+    def text_pairs(self, data_dir: str, split: str):
+        return text_files.read_documents(self._config(data_dir)[split])
+
+
+@problem.register("classify_from_files")
+class ClassifyFromFiles(FilesProblem):
+    """Text2Class: a TSV of text<TAB>label; the target is the label's text.
+
+    Labels share the subword vocabulary, so a label decodes back to its name
+    and sequence accuracy is classification accuracy; no BLEU.
+    """
+
+    reports_bleu = False
+
+    def text_pairs(self, data_dir: str, split: str):
+        for source, label, where in text_files.read_pairs(self._config(data_dir)[split]):
+            yield source, label.strip(), where

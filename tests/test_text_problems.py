@@ -168,3 +168,56 @@ def test_bleu_is_on_text_and_reference_files_must_align(tmp_path):
     (tmp_path / "ref.txt").write_text("the fox runs fast\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"out.txt has 2 lines but --decode_reference .* has 1"):
         runner.file_bleu(str(tmp_path / "out.txt"), str(tmp_path / "ref.txt"))
+
+
+def configure_and_generate(tmp_path, name, train_text, dev_text, suffix):
+    (tmp_path / f"train.{suffix}").write_text(train_text, encoding="utf-8")
+    (tmp_path / f"dev.{suffix}").write_text(dev_text, encoding="utf-8")
+    prob = problem.get(name)
+    data_dir = str(tmp_path / name)
+    prob.configure(
+        data_dir, [str(tmp_path / f"train.{suffix}")], [str(tmp_path / f"dev.{suffix}")], 100
+    )
+    counts = prob.generate_data(data_dir)
+    records = [r for p in prob.filepaths(data_dir, "train") for r in tfrecord.read_records(p)]
+    return prob, counts, records
+
+
+def test_language_model_and_classification_shapes(tmp_path):
+    lm, counts, records = configure_and_generate(
+        tmp_path, "languagemodel_from_files", "the cat sat\n\nthe dog ran\n", "a cat ran\n", "txt"
+    )
+    assert counts == {"train": 2, "dev": 1}  # the empty line is skipped
+    assert all(r["inputs"] == [problem.EOS_ID] for r in records)
+    assert {lm.decode_text(r["targets"]) for r in records} == {"the cat sat", "the dog ran"}
+
+    clf, counts, records = configure_and_generate(
+        tmp_path, "classify_from_files", "good film\tpos\nbad film\tneg\n", "good\tpos\n", "tsv"
+    )
+    assert counts == {"train": 2, "dev": 1}
+    assert {clf.decode_text(r["targets"]) for r in records} == {"pos", "neg"}
+    assert not clf.reports_bleu and not lm.reports_bleu
+
+
+def test_the_tfds_wmt_problem_builds_records_from_mock_data(tmp_path, monkeypatch):
+    import tensorflow_datasets as tfds
+
+    monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path / "tfds"))
+    prob = problem.get("translate_ende_wmt32k")
+    with tfds.testing.mock_data(num_examples=20, policy=tfds.testing.MockPolicy.USE_CODE):
+        expected = {
+            (ex["en"].decode(), ex["de"].decode())
+            for ex in tfds.as_numpy(tfds.load("wmt14_translate/de-en", split="train"))
+        }
+        counts = prob.generate_data(str(tmp_path / "data"))
+    assert 0 < counts["train"] <= 20 and 0 < counts["dev"] <= 20
+    paths = prob.filepaths(str(tmp_path / "data"), "train")
+    records = [r for path in paths for r in tfrecord.read_records(path)]
+    pairs = {(prob.decode_text(r["inputs"]), prob.decode_text(r["targets"])) for r in records}
+    assert pairs <= expected and len(pairs) == counts["train"]
+
+
+def test_an_unprepared_tfds_dataset_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path / "empty"))
+    with pytest.raises(ValueError, match=r"run `tfds build wmt14_translate/de-en`"):
+        problem.get("translate_ende_wmt32k").generate_data(str(tmp_path / "data"))

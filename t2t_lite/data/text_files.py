@@ -43,3 +43,11 @@ def read_pairs(paths: list[str]) -> Iterator[tuple[str, str, str]]:
         raise ValueError(
             f"expected one TSV file or a source file and a target file, got {len(paths)} files"
         )
+
+
+def read_documents(paths: list[str]) -> Iterator[tuple[str, str, str]]:
+    """("", line, "file:line") for every line of one plain text file (Text2Self)."""
+    if len(paths) != 1:
+        raise ValueError(f"expected one plain text file, got {len(paths)} files")
+    for number, line in enumerate(read_lines(paths[0]), start=1):
+        yield "", line, f"{paths[0]}:{number}"

@@ -25,6 +25,8 @@ class Text2TextProblem(problem.Problem):
     max_sequence_length = 256
     splits = {"train": (0, 10), "dev": (0, 1)}  # example counts come from the data
     reports_bleu = True
+    # Text2Self problems (language models) have no source: inputs are just EOS.
+    has_source = True
 
     def __init__(self):
         self._tokenizer: subword.SubwordTokenizer | None = None
@@ -110,7 +112,7 @@ class Text2TextProblem(problem.Problem):
     def _clean_pairs(self, data_dir: str, split: str) -> Iterator[tuple[str, str, str]]:
         empty = 0
         for source, target, where in self.text_pairs(data_dir, split):
-            if not source.strip() or not target.strip():
+            if (self.has_source and not source.strip()) or not target.strip():
                 empty += 1
                 continue
             yield source, target, where
