@@ -221,3 +221,25 @@ def test_an_unprepared_tfds_dataset_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path / "empty"))
     with pytest.raises(ValueError, match=r"run `tfds build wmt14_translate/de-en`"):
         problem.get("translate_ende_wmt32k").generate_data(str(tmp_path / "data"))
+
+
+def test_t2t_datagen_takes_the_files_by_flag(tmp_path):
+    from conftest import run_binary
+
+    write_corpus(tmp_path)
+    files = f"--train_files={tmp_path}/train.de,{tmp_path}/train.en"
+    result = run_binary(
+        "t2t-datagen",
+        "--problem=translate_from_files",
+        f"--data_dir={tmp_path}/data",
+        files,
+        f"--dev_files={tmp_path}/dev.tsv",
+        "--vocab_size=150",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "dev: 10 examples, train: 50 examples" in result.stdout
+    result = run_binary(
+        "t2t-datagen", "--problem=algorithmic_identity_binary20", f"--data_dir={tmp_path}/x", files
+    )
+    assert result.returncode == 1
+    assert "takes no files" in result.stderr
