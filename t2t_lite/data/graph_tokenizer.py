@@ -5,24 +5,26 @@ A problem's graph tokenizer does in TensorFlow ops what its `encode_text` /
 tensorflow-text, so a SavedModel holding it runs on stock TF Serving.
 """
 
+import abc
+
 import tensorflow as tf
 import tensorflow_text as tf_text
 
 
-class GraphTokenizer(tf.Module):
+class GraphTokenizer(tf.Module, abc.ABC):
     """The interface an export needs (a tf.Module, so its tables are saved)."""
 
+    @abc.abstractmethod
     def tokenize(self, text: tf.Tensor) -> tuple[tf.RaggedTensor, tf.Tensor]:
         """text [N] (valid UTF-8) -> (ids [N, (tokens)] without EOS, known [N] bool).
 
         known[i] is False when line i has a token outside the vocabulary; its
         ids are then meaningless and the line must not be decoded.
         """
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def detokenize(self, ids: tf.RaggedTensor) -> tf.Tensor:
         """ids [N, (tokens)] without EOS or PAD -> text [N]."""
-        raise NotImplementedError
 
 
 class SymbolTokenizer(GraphTokenizer):

@@ -16,6 +16,11 @@ EOS_ID = 1
 TRAIN = "train"
 
 
+def strip_eos(ids: list[int]) -> list[int]:
+    """A stored sequence without its final EOS."""
+    return ids[:-1] if ids and ids[-1] == EOS_ID else list(ids)
+
+
 def register(name: str):
     """Registers a Problem subclass under `name` and sets its `name`."""
 

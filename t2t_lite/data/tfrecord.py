@@ -60,6 +60,18 @@ def read_records(path: str) -> Iterator[dict[str, list[int]]]:
         yield {key: value.numpy().tolist() for key, value in parse(record).items()}
 
 
+def read_examples(paths: list[str], limit: int = -1) -> list[dict[str, list[int]]]:
+    """The first `limit` examples of a split's shards (all when limit < 0), checked."""
+    examples: list[dict[str, list[int]]] = []
+    for path in paths:
+        check_file(path)
+        for example in read_records(path):
+            if 0 <= limit <= len(examples):
+                return examples
+            examples.append(example)
+    return examples
+
+
 def check_file(path: str) -> None:
     """Reads every record of `path`; raises CorruptRecordError naming it."""
     try:

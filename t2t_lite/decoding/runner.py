@@ -13,7 +13,7 @@ from t2t_lite import experiment as experiment_lib
 from t2t_lite import files
 from t2t_lite import hparams as hparams_lib
 from t2t_lite.data import problem as problem_lib
-from t2t_lite.data import tfrecord
+from t2t_lite.data import text_files, tfrecord
 from t2t_lite.decoding import bleu
 from t2t_lite.decoding import decoder as decoder_lib
 from t2t_lite.training import checkpoints
@@ -141,17 +141,12 @@ def decode_split(
     missing = [p for p in paths if not os.path.exists(p)]
     if missing:
         raise FileNotFoundError(f"{missing[0]} not found: run t2t-datagen for {problem.name}")
-    examples = []
-    for path in paths:
-        tfrecord.check_file(path)
-        examples.extend(tfrecord.read_records(path))
-    if max_examples >= 0:
-        examples = examples[:max_examples]
-    inputs = [_strip_eos(e["inputs"]) for e in examples]
+    examples = tfrecord.read_examples(paths, max_examples)
+    inputs = [problem_lib.strip_eos(e["inputs"]) for e in examples]
     outputs = decoder.decode_ids(inputs)
     correct = total = exact = 0
     for example, hypotheses in zip(examples, outputs, strict=True):
-        target = [*_strip_eos(example["targets"]), problem_lib.EOS_ID]
+        target = [*problem_lib.strip_eos(example["targets"]), problem_lib.EOS_ID]
         predicted = [*hypotheses[0][0], problem_lib.EOS_ID]
         matches = np.equal(target, (predicted + [problem_lib.PAD_ID] * len(target))[: len(target)])
         correct += int(matches.sum())
@@ -164,30 +159,17 @@ def decode_split(
         "examples": len(examples),
     }
     if problem.reports_bleu:
-        hypotheses = [problem.decode_text(hyps[0][0]) for hyps in outputs]
-        references = [problem.decode_text(_strip_eos(e["targets"])) for e in examples]
-        metrics["bleu"] = bleu.corpus_bleu(hypotheses, references)
+        metrics["bleu"] = bleu.decoded_bleu(problem, examples, outputs)
     return metrics
 
 
 def file_bleu(output_path: str, reference_path: str) -> float:
     """BLEU of a decoded file's first column against a reference file, line by line."""
-    hypotheses = [line.split("\t")[0] for line in read_text_lines(output_path)]
-    references = read_text_lines(reference_path)
+    hypotheses = [line.split("\t")[0] for line in text_files.read_lines(output_path)]
+    references = text_files.read_lines(reference_path)
     if len(hypotheses) != len(references):
         raise ValueError(
             f"{output_path} has {len(hypotheses)} lines but --decode_reference "
             f"{reference_path} has {len(references)}"
         )
     return bleu.corpus_bleu(hypotheses, references)
-
-
-def read_text_lines(path: str) -> list[str]:
-    lines, errors = read_lines(path)
-    if errors:
-        raise ValueError(errors[0])
-    return lines
-
-
-def _strip_eos(ids: list[int]) -> list[int]:
-    return ids[:-1] if ids and ids[-1] == problem_lib.EOS_ID else list(ids)

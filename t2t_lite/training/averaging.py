@@ -49,11 +49,11 @@ def _signature(reader) -> dict[str, tuple[list[int], tf.DType]]:
     return {key: (shapes[key], dtypes[key]) for key in shapes}
 
 
-def check_compatible(paths: list[str]) -> dict[str, tuple[list[int], tf.DType]]:
+def check_compatible(paths: list[str], readers: list) -> dict[str, tuple[list[int], tf.DType]]:
     """Every checkpoint has the newest one's variables, shapes and dtypes; else an error."""
-    newest = _signature(tf.train.load_checkpoint(paths[-1]))
-    for path in paths[:-1]:
-        other = _signature(tf.train.load_checkpoint(path))
+    newest = _signature(readers[-1])
+    for path, reader in zip(paths[:-1], readers[:-1], strict=True):
+        other = _signature(reader)
         for key in sorted(set(newest) | set(other)):
             if key not in other or key not in newest:
                 has, lacks = (paths[-1], path) if key not in other else (path, paths[-1])
@@ -83,8 +83,8 @@ def average(paths: list[str], output_path: str) -> None:
     Written under a temporary prefix and renamed (index last), so a reader
     never finds a half-written checkpoint.
     """
-    variables = check_compatible(paths)
     readers = [tf.train.load_checkpoint(path) for path in paths]
+    variables = check_compatible(paths, readers)
     names, tensors = [], []
     for key, (_, dtype) in sorted(variables.items()):
         if dtype.is_floating:

@@ -1,11 +1,14 @@
-"""Teacher-forced evaluation: loss, token accuracy, sequence accuracy."""
+"""Evaluation: teacher-forced loss, token and sequence accuracy; BLEU of decodes."""
 
 from collections.abc import Callable
 
 import keras
 import tensorflow as tf
 
+from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
+from t2t_lite.decoding import bleu
+from t2t_lite.decoding import decoder as decoder_lib
 from t2t_lite.training import losses
 
 SUM = tf.distribute.ReduceOp.SUM
@@ -73,3 +76,27 @@ def summarize(totals: dict[str, float]) -> dict[str, float]:
             # Per-replica batch means and replica-batch counts were both summed.
             metrics[key[len(AUX) :]] = value / totals["batches"]
     return metrics
+
+
+class BleuEvaluation:
+    """BLEU of greedy decodes of a split's first `num_examples` examples (text problems).
+
+    The examples are read once per split; the decoder (one trace per padded
+    shape) is built on first use.
+    """
+
+    def __init__(self, model: keras.Model, problem: problem_lib.Problem, num_examples: int):
+        self.model, self.problem, self.num_examples = model, problem, num_examples
+        self._decoder: decoder_lib.Decoder | None = None
+        self._examples: dict[tuple[str, ...], list[dict]] = {}
+
+    def __call__(self, paths: list[str]) -> float:
+        if self._decoder is None:
+            hp = decoder_lib.DecodeHParams(batch_size=min(32, self.num_examples))
+            self._decoder = decoder_lib.Decoder(self.model, hp)
+        key = tuple(paths)
+        if key not in self._examples:
+            self._examples[key] = tfrecord.read_examples(paths, self.num_examples)
+        examples = self._examples[key]
+        outputs = self._decoder.decode_ids([problem_lib.strip_eos(e["inputs"]) for e in examples])
+        return bleu.decoded_bleu(self.problem, examples, outputs)

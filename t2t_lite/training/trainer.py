@@ -14,8 +14,6 @@ from t2t_lite import experiment as experiment_lib
 from t2t_lite import files
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
-from t2t_lite.decoding import bleu
-from t2t_lite.decoding import decoder as decoder_lib
 from t2t_lite.layers import masks
 from t2t_lite.training import checkpoints, distribution, evaluation, losses, schedules
 
@@ -131,7 +129,7 @@ class Trainer:
             config.accumulation_steps,
         )
         self._eval_writers: dict[str, tf.summary.SummaryWriter] = {}
-        self._bleu_decoder: decoder_lib.Decoder | None = None
+        self._bleu = evaluation.BleuEvaluation(self.model, self.problem, config.eval_bleu_examples)
         self._eval_step = evaluation.make_eval_step(
             self.model, self.strategy, self.hp.label_smoothing
         )
@@ -249,14 +247,6 @@ class Trainer:
                 tf.summary.scalar(key, value)
         writer.flush()
         return metrics
-
-    def _bleu(self, paths: list[str]) -> float:
-        """Greedy decodes of the split's first eval_bleu_examples examples, scored by BLEU."""
-        if self._bleu_decoder is None:
-            hp = decoder_lib.DecodeHParams(batch_size=min(32, self.config.eval_bleu_examples))
-            self._bleu_decoder = decoder_lib.Decoder(self.model, hp)
-        examples = bleu.read_examples(paths, self.config.eval_bleu_examples)
-        return bleu.examples_bleu(self._bleu_decoder, self.problem, examples)[0]
 
     def final_evaluation(self) -> dict[str, dict[str, float]]:
         """Evaluates every non-train split in full; writes metrics.json in the run dir."""
