@@ -40,6 +40,29 @@ class AdditionSmall(algorithmic.AdditionProblem):
     splits = {"train": (200, 2), "dev": (20, 1), "test": (20, 1)}
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--train-seed",
+        type=int,
+        default=1,
+        help="random seed of the tests that train a model (tests/numerics_check.sh varies it)",
+    )
+
+
+def pytest_collection_modifyitems(items):
+    # Tests whose assertions depend on a training run (they take the seed,
+    # directly or through copy_run) are the ones tests/numerics_check.sh runs.
+    for item in items:
+        if "train_seed" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.trains)
+
+
+@pytest.fixture(scope="session")
+def train_seed(request) -> int:
+    """The seed for tests that train; their assertions must hold for any seed."""
+    return request.config.getoption("--train-seed")
+
+
 @pytest.fixture
 def small_data(tmp_path):
     """A data dir holding test_identity_small's files."""
@@ -54,11 +77,19 @@ COPY_HPARAMS = (
 )
 
 
-@pytest.fixture(scope="session")
-def copy_run(tmp_path_factory):
-    """A Transformer trained on test_identity_small to 1.0 dev sequence accuracy (~20 s).
+# Steps for the copy fixture. It reaches 1.0 dev sequence accuracy by step 600
+# under every numerics configuration tried (seeds 1-4, oneDNN on and off, AVX2
+# and AVX-512 CPUs); at step 300 single runs ranged from 0.775 to 1.0.
+COPY_STEPS = 800
 
-    Checkpoints at steps 100, 200 and 300. Returns (data_dir, run_dir).
+
+@pytest.fixture(scope="session")
+def copy_run(tmp_path_factory, train_seed):
+    """A Transformer trained on test_identity_small to a plateau (~30 s).
+
+    Checkpoints at steps 200, 400, 600 and 800. Returns (data_dir, run_dir).
+    Tests of decoding and export compare against the model's own decodes;
+    only the guard below asserts how well it learned, with a wide margin.
     """
     from t2t_lite import experiment
     from t2t_lite.training import trainer
@@ -67,9 +98,12 @@ def copy_run(tmp_path_factory):
     exp = experiment.Experiment.resolve(
         "transformer", "test_identity_small", "transformer_algorithmic_tiny", COPY_HPARAMS
     )
-    config = trainer.TrainConfig(train_steps=300, local_eval_frequency=100)
+    config = trainer.TrainConfig(
+        train_steps=COPY_STEPS, local_eval_frequency=200, random_seed=train_seed
+    )
     results = trainer.train(exp, str(root / "data"), str(root / "run"), config)
-    assert results["dev"]["sequence_accuracy"] == 1.0
+    accuracy = results["dev"]["sequence_accuracy"]
+    assert accuracy >= 0.9, f"copy fixture did not plateau: dev sequence accuracy {accuracy}"
     return str(root / "data"), str(root / "run")
 
 

@@ -98,7 +98,6 @@ def test_a_fresh_process_serves_what_t2t_decode_decodes(exported, in_process):
     answers = serve(exported, [("serving_default", one), ("serving_default", three)])
     assert_same(answers[0], in_process(one))
     assert_same(answers[1], in_process(three))
-    assert answers[1]["outputs"] == three  # the copy model copies
     assert answers[1]["status"] == ["ok"] * 3
 
 
@@ -232,10 +231,10 @@ def test_an_averaged_checkpoint_decodes_and_exports_through_the_binaries(copy_ru
         "t2t-avg-checkpoints",
         f"--model_dir={run_dir}",
         "--num_last_checkpoints=2",
-        f"--output_path={tmp_path}/averaged/model.ckpt-300",
+        f"--output_path={tmp_path}/averaged/model.ckpt-800",
     )
     assert averaged.returncode == 0, averaged.stderr[-2000:]
-    assert averaged.stdout.strip() == f"{tmp_path}/averaged/model.ckpt-300"
+    assert averaged.stdout.strip() == f"{tmp_path}/averaged/model.ckpt-800"
 
     decoded = run_binary(
         "t2t-decode",
@@ -250,7 +249,7 @@ def test_an_averaged_checkpoint_decodes_and_exports_through_the_binaries(copy_ru
     export = run_binary(
         "t2t-export",
         f"--output_dir={run_dir}",
-        f"--checkpoint_path={tmp_path}/averaged/model.ckpt-300",
+        f"--checkpoint_path={tmp_path}/averaged/model.ckpt-800",
         f"--export_dir={tmp_path}/export",
         "--decode_hparams=beam_size=1",
     )

@@ -128,12 +128,14 @@ def dictionary_corpus(tmp_path, lines: int, seed: int):
 
 
 @pytest.mark.slow
-def test_a_tiny_model_learns_a_synthetic_translation_well_above_its_untrained_bleu(tmp_path):
+def test_a_tiny_model_learns_a_synthetic_translation_well_above_its_untrained_bleu(
+    tmp_path, train_seed
+):
     from t2t_lite import experiment
     from t2t_lite.decoding import runner
     from t2t_lite.training import trainer
 
-    for name, lines, seed in (("train", 400, 1), ("dev", 40, 2)):
+    for name, lines, seed in (("train", 1000, 1), ("dev", 40, 2)):
         pairs = dictionary_corpus(tmp_path, lines, seed)
         (tmp_path / f"{name}.tsv").write_text("".join(f"{s}\t{t}\n" for s, t in pairs))
     prob = problem.get("translate_from_files")
@@ -142,19 +144,28 @@ def test_a_tiny_model_learns_a_synthetic_translation_well_above_its_untrained_bl
     prob.generate_data(data_dir)
     exp = experiment.Experiment.resolve(
         "transformer", "translate_from_files", "transformer_test",
-        "batch_size=512,hidden_size=64,filter_size=128,num_heads=4,learning_rate_warmup_steps=100",
+        "batch_size=512,hidden_size=64,filter_size=128,num_heads=4,"
+        "learning_rate_constant=1.0,learning_rate_warmup_steps=200",
     )  # fmt: skip
     run = str(tmp_path / "run")
-    config = trainer.TrainConfig(train_steps=1, local_eval_frequency=1, eval_bleu_examples=40)
-    untrained = trainer.train(exp, data_dir, run, config)["dev"]["bleu"]
-    config = trainer.TrainConfig(train_steps=400, local_eval_frequency=400, eval_bleu_examples=40)
-    trained = trainer.train(exp, data_dir, run, config)["dev"]["bleu"]
+
+    def train(steps):
+        config = trainer.TrainConfig(
+            train_steps=steps, local_eval_frequency=steps, eval_bleu_examples=40,
+            random_seed=train_seed,
+        )  # fmt: skip
+        return trainer.train(exp, data_dir, run, config)["dev"]["bleu"]
+
+    untrained, trained = train(1), train(800)
+    # Seeds 1-3, oneDNN on and off, one or two threads: 97-100 at step 400 and
+    # 100 from step 800 on (the learning rate constant 2.0 of transformer_test
+    # made it unstable: 12-37 at step 400, depending on the CPU and seed).
     assert untrained < 10
-    assert trained > untrained + 25  # about 43 after 400 steps of this 400-line corpus
+    assert trained > untrained + 50
     # t2t-decode's split decoding reports the same kind of BLEU (full dev, beam 2).
     _, model, _ = runner.load(run)
     metrics = runner.decode_split(runner.make_decoder(model, "beam_size=2"), prob, data_dir, "dev")
-    assert metrics["bleu"] > untrained + 25
+    assert metrics["bleu"] > untrained + 50
 
 
 def test_bleu_is_on_text_and_reference_files_must_align(tmp_path):
