@@ -23,6 +23,7 @@ setuptools.setup(
         "bin/t2t-decode",
         "bin/t2t-avg-checkpoints",
         "bin/t2t-export",
+        "bin/t2t-visualize",
     ],
     install_requires=[
         "tensorflow>=2.21,<2.22",
@@ -37,6 +38,13 @@ setuptools.setup(
     extras_require={
         # The example client in examples/ (gRPC and REST requests to TF Serving).
         "serving": ["tensorflow-serving-api>=2.21,<2.22"],
-        "test": ["pytest>=8,<10", "ruff>=0.6", "tensorflow-serving-api>=2.21,<2.22"],
+        # t2t-visualize and t2t-compare's plots.
+        "viz": ["matplotlib>=3.7,<4"],
+        "test": [
+            "pytest>=8,<10",
+            "ruff>=0.6",
+            "tensorflow-serving-api>=2.21,<2.22",
+            "matplotlib>=3.7,<4",
+        ],
     },
 )

@@ -9,8 +9,11 @@ import dataclasses
 import json
 import os
 
+from absl import logging
+
 from t2t_lite import experiment
 from t2t_lite.training import trainer
+from t2t_lite.visualization import curves, plots
 
 # UT paper, Table 4 (train length 40, test length 400): (char-acc, seq-acc).
 PAPER_TABLE4 = {
@@ -100,7 +103,7 @@ def run(
         results = _finished(run_dir, config.train_steps) or trainer.train(
             exp, data_dir, run_dir, config
         )
-        rows.append({"problem": problem, "entry": entry, "results": results})
+        rows.append({"problem": problem, "entry": entry, "results": results, "run_dir": run_dir})
     return rows
 
 
@@ -143,3 +146,32 @@ def markdown_table(rows: list[dict], long_split: str = "test", short_split: str 
             f"| {short['sequence_accuracy']:.2f} | {ponder} |"
         )
     return "\n".join(lines)
+
+
+def write_plots(rows: list[dict], output_dir: str, long_split: str = "test") -> list[str]:
+    """table.png (test char-acc per task and model, the paper's as markers) and curves.png
+    (dev loss and accuracies over steps, per run) in output_dir -> paths written.
+
+    Without matplotlib (the `viz` extra) nothing is drawn and a log line says how to get it.
+    """
+    if not plots.available():
+        logging.info("No plots: %s", plots.INSTALL_HINT)
+        return []
+    bars = []
+    for row in rows:
+        entry, task = row["entry"], task_of(row["problem"])
+        paper = PAPER_TABLE4.get(task, {}).get(entry.paper_row, (None, None))[0]
+        value = row["results"][long_split]["accuracy"]
+        bars.append({"task": task or row["problem"], "model": entry.label, "value": value,
+                     "paper": paper})  # fmt: skip
+    table_path = os.path.join(output_dir, "table.png")
+    plots.save(plots.comparison_figure(bars), table_path)
+    runs = {
+        f"{task_of(row['problem']) or row['problem']}, {row['entry'].label}": curves.eval_curves(
+            row["run_dir"]
+        )
+        for row in rows
+    }
+    curves_path = os.path.join(output_dir, "curves.png")
+    plots.save(plots.curves_figure(runs), curves_path)
+    return [table_path, curves_path]

@@ -22,6 +22,16 @@ class IdentitySmall(algorithmic.AlgorithmicProblem):
     splits = {"train": (400, 2), "dev": (40, 1), "test": (20, 1)}
 
 
+@problem.register("test_reverse_small")
+class ReverseSmall(algorithmic.ReverseProblem):
+    """Reverse with lengths 1..6 over 4 symbols, for the trained reverse fixture."""
+
+    base = 4
+    train_length = 6
+    test_length = 12
+    splits = {"train": (4000, 2), "dev": (40, 1), "test": (20, 1)}
+
+
 @problem.register("test_reverse_short")
 class ReverseShort(algorithmic.ReverseProblem):
     """Reverse with lengths 1..8, for end-to-end learning tests."""
@@ -105,6 +115,25 @@ def copy_run(tmp_path_factory, train_seed):
     accuracy = results["dev"]["sequence_accuracy"]
     assert accuracy >= 0.9, f"copy fixture did not plateau: dev sequence accuracy {accuracy}"
     return str(root / "data"), str(root / "run")
+
+
+@pytest.fixture(scope="session")
+def reverse_run(tmp_path_factory, train_seed):
+    """A Transformer trained on test_reverse_small to a plateau. Returns the run dir."""
+    from t2t_lite import experiment
+    from t2t_lite.training import trainer
+
+    root = tmp_path_factory.mktemp("reverse")
+    exp = experiment.Experiment.resolve(
+        "transformer", "test_reverse_small", "transformer_algorithmic_tiny", COPY_HPARAMS
+    )
+    config = trainer.TrainConfig(
+        train_steps=COPY_STEPS, local_eval_frequency=COPY_STEPS, random_seed=train_seed
+    )
+    results = trainer.train(exp, str(root / "data"), str(root / "run"), config)
+    accuracy = results["dev"]["sequence_accuracy"]
+    assert accuracy >= 0.9, f"reverse fixture did not plateau: dev sequence accuracy {accuracy}"
+    return str(root / "run")
 
 
 def run_binary(name: str, *args: str) -> subprocess.CompletedProcess:

@@ -48,3 +48,33 @@ def test_finished_runs_are_reused_only_at_the_same_step(tmp_path):
     assert comparison._finished(str(tmp_path), 5) == {"dev": {"accuracy": 1.0}}
     assert comparison._finished(str(tmp_path), 6) is None
     assert comparison._finished(str(tmp_path / "missing"), 5) is None
+
+
+def test_plots_of_the_table_and_of_each_runs_dev_curves(tmp_path):
+    import tensorflow as tf
+
+    from t2t_lite.visualization import curves
+
+    run_dir = tmp_path / "algorithmic_reverse_decimal20" / "transformer"
+    writer = tf.summary.create_file_writer(str(run_dir / "eval_dev"))
+    with writer.as_default():
+        for step, loss in ((500, 0.4), (1000, 0.1), (200, 2.0)):  # written out of order
+            tf.summary.scalar("loss", loss, step=step)
+            tf.summary.scalar("accuracy", 1 - loss / 4, step=step)
+    writer.close()
+    read = curves.eval_curves(str(run_dir))
+    assert [step for step, _ in read["loss"]] == [200, 500, 1000]
+    assert [v for _, v in read["loss"]] == pytest.approx([2.0, 0.4, 0.1])
+    assert "sequence_accuracy" not in read
+
+    row = {
+        "problem": "algorithmic_reverse_decimal20",
+        "entry": comparison.ENTRIES["transformer"],
+        "results": results(0.25, 0.05, 0.9),
+        "run_dir": str(run_dir),
+    }
+    written = comparison.write_plots([row], str(tmp_path))
+    assert written == [str(tmp_path / "table.png"), str(tmp_path / "curves.png")]
+    for path in written:
+        with open(path, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"

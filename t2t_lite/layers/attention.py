@@ -1,9 +1,32 @@
 """Multi-head scaled dot-product attention (paper section 3.2)."""
 
+import contextlib
+from collections.abc import Iterator
+
 import keras
 import tensorflow as tf
 
 from t2t_lite.layers import masks
+
+# Open recordings, innermost last: see `recording`.
+_RECORDINGS: list[list[tuple[str, tf.Tensor]]] = []
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[tuple[str, tf.Tensor]]]:
+    """Collects the attention weights every attention layer computes inside the block.
+
+    Yields a list that fills with (layer name, float32 weights [B, H, T, S]),
+    in call order: a shared UT block appears once per recurrence step. The
+    weights are the softmax the layer itself used (before attention dropout).
+    Meant for eager calls; outside the block nothing is recorded or kept.
+    """
+    records: list[tuple[str, tf.Tensor]] = []
+    _RECORDINGS.append(records)
+    try:
+        yield records
+    finally:
+        _RECORDINGS.remove(records)
 
 
 class MultiHeadAttention(keras.layers.Layer):
@@ -52,6 +75,8 @@ class MultiHeadAttention(keras.layers.Layer):
         # Softmax in float32: the bias and the normalisation stay exact under
         # mixed precision.
         weights = tf.nn.softmax(tf.cast(logits, tf.float32) + tf.cast(bias, tf.float32))
+        if _RECORDINGS:  # a Python check: traced graphs record nothing unless traced inside
+            _RECORDINGS[-1].append((self.name, weights))
         weights = self.dropout(tf.cast(weights, values.dtype), training=training)
         context = tf.einsum("bhts,bhsd->bhtd", weights, values)  # [B, H, T, D]
         return self.output_projection(self.merge_heads(context))

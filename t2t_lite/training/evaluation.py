@@ -3,6 +3,7 @@
 from collections.abc import Callable
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from t2t_lite.data import problem as problem_lib
@@ -100,3 +101,48 @@ class BleuEvaluation:
         examples = self._examples[key]
         outputs = self._decoder.decode_ids([problem_lib.strip_eos(e["inputs"]) for e in examples])
         return bleu.decoded_bleu(self.problem, examples, outputs)
+
+
+def ponder_bars(n_updates: np.ndarray, remainders: np.ndarray, max_steps: int) -> np.ndarray:
+    """Per position a bar of N (blue) topped by R (orange): uint8 image [1, H, W, 3]."""
+    cell = 8
+    height, width = (max_steps + 1) * cell, len(n_updates) * cell
+    image = np.full((height, width, 3), 255, np.uint8)
+    for i, (n, r) in enumerate(zip(n_updates, remainders, strict=True)):
+        left, right = i * cell, (i + 1) * cell - 1  # one white pixel between bars
+        top_n = height - round(n * cell)
+        top_r = top_n - round(r * cell)
+        image[top_n:, left:right] = (76, 114, 176)
+        image[top_r:top_n, left:right] = (221, 132, 82)
+    return image[np.newaxis]  # [1, H, W, 3]
+
+
+class PonderImages:
+    """The adaptive UT's ponder time on a split's first example, for TensorBoard.
+
+    Writes, into the current default summary writer, an image of N and R per
+    position (encoder and decoder, teacher forced) and the histogram of N.
+    """
+
+    def __init__(self, model: keras.Model):
+        self.model = model
+        self._examples: dict[tuple[str, ...], dict] = {}
+
+    def applies(self) -> bool:
+        hparams = getattr(self.model, "hparams", None)
+        return bool(getattr(hparams, "adaptive", False))
+
+    def __call__(self, paths: list[str]) -> None:
+        key = tuple(paths)
+        if key not in self._examples:
+            self._examples[key] = tfrecord.read_examples(paths, 1)[0]
+        example = self._examples[key]
+        inputs = tf.constant([example["inputs"]])  # [1, S]
+        targets = tf.constant([example["targets"]])  # [1, T]
+        encoded, bias, encoder_stats = self.model.encode_with_stats(inputs)
+        _, decoder_stats = self.model.decode_with_stats(targets, encoded, bias)
+        max_steps = self.model.hparams.act_max_steps
+        for side, stats in (("encoder", encoder_stats), ("decoder", decoder_stats)):
+            n, r = stats.n_updates.numpy()[0], stats.remainders.numpy()[0]
+            tf.summary.image(f"ponder_time/{side}", ponder_bars(n, r, max_steps))
+            tf.summary.histogram(f"ponder_steps/{side}", n)

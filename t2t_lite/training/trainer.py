@@ -130,6 +130,7 @@ class Trainer:
         )
         self._eval_writers: dict[str, tf.summary.SummaryWriter] = {}
         self._bleu = evaluation.BleuEvaluation(self.model, self.problem, config.eval_bleu_examples)
+        self._ponder = evaluation.PonderImages(self.model)
         self._eval_step = evaluation.make_eval_step(
             self.model, self.strategy, self.hp.label_smoothing
         )
@@ -245,6 +246,8 @@ class Trainer:
         with writer.as_default(step=step):
             for key, value in metrics.items():
                 tf.summary.scalar(key, value)
+            if self.chief and split == self.problem.eval_split and self._ponder.applies():
+                self._ponder(paths)
         writer.flush()
         return metrics
 

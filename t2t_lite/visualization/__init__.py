@@ -1,0 +1,1 @@
+"""Pictures of what the models do: attention maps, ponder times, result plots."""

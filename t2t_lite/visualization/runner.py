@@ -1,0 +1,109 @@
+"""What t2t-visualize does: decode inputs with a trained run and draw what the model did."""
+
+import io
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from t2t_lite.decoding import runner as decoding
+from t2t_lite.visualization import inspection, plots
+
+HEADS = ("mean", "all")
+
+
+def check_writable(directory: str) -> None:
+    """Creates directory (any TF filesystem); a ValueError naming it if it cannot be written."""
+    try:
+        tf.io.gfile.makedirs(directory)
+        probe = os.path.join(directory, ".t2t-visualize-probe")
+        with tf.io.gfile.GFile(probe, "w") as f:
+            f.write("")
+        tf.io.gfile.remove(probe)
+    except (tf.errors.OpError, OSError) as err:
+        reason = getattr(err, "message", None) or str(err)
+        raise ValueError(f"--visualize_dir {directory!r} cannot be written: {reason}") from None
+
+
+def read_inputs(inputs: list[str], from_file: str, max_examples: int) -> tuple[list[str], str]:
+    """The lines to visualize and where they came from (for error messages)."""
+    if bool(inputs) == bool(from_file):
+        raise ValueError("give exactly one of --inputs and --decode_from_file")
+    if inputs:
+        return list(inputs)[:max_examples], "--inputs"
+    if not tf.io.gfile.exists(from_file):
+        raise FileNotFoundError(f"--decode_from_file {from_file!r} not found")
+    lines, errors = decoding.read_lines(from_file)
+    if errors:
+        raise ValueError(errors[0])
+    return lines[:max_examples], from_file
+
+
+def _write_bytes(path: str, data: bytes) -> None:
+    with tf.io.gfile.GFile(path + ".tmp", "wb") as f:
+        f.write(data)
+    tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+
+
+def write_example(
+    found: inspection.Inspection, directory: str, prefix: str, heads: str
+) -> list[str]:
+    """PNGs of one example's maps, each with its data (.npz, ponder .json) -> paths written."""
+    written = []
+    text = " ".join(found.input_tokens[:-1])
+    for kind in inspection.KINDS:
+        arrays = inspection.to_arrays(found, kind)
+        if heads == "mean":
+            arrays["weights"] = arrays["weights"].mean(axis=1, keepdims=True)  # [N, 1, Q, K]
+        queries, keys = found.axes(kind)
+        title = f"{kind} attention of {text!r}"
+        figure = plots.attention_figure(arrays["weights"], queries, keys, title, found.unit)
+        base = os.path.join(directory, f"{prefix}_{kind}_attention")
+        plots.save(figure, base + ".png")
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        _write_bytes(base + ".npz", buffer.getvalue())
+        written += [base + ".png", base + ".npz"]
+    if found.ponder:
+        record = inspection.ponder_record(found)
+        base = os.path.join(directory, f"{prefix}_ponder")
+        plots.save(plots.ponder_figure(record, f"ponder time of {text!r}"), base + ".png")
+        _write_bytes(base + ".json", json.dumps(record, indent=1).encode("utf-8"))
+        written += [base + ".png", base + ".json"]
+    return written
+
+
+def visualize(
+    output_dir: str,
+    visualize_dir: str,
+    lines: list[str],
+    source: str,
+    checkpoint_path: str = "",
+    decode_hparams: str = "",
+    heads: str = "mean",
+) -> list[str]:
+    """Decodes each line, then writes its attention (and ponder) pictures -> paths written.
+
+    The maps are those of the teacher-forced pass over the input and the
+    best decoded output (EOS included), from the model's own layers.
+    """
+    if heads not in HEADS:
+        raise ValueError(f"--heads={heads!r} is not one of {', '.join(HEADS)}")
+    plots.pyplot()  # the install hint before any work
+    problem, model, path = decoding.load(output_dir, checkpoint_path)
+    check_writable(visualize_dir)
+    decoder = decoding.make_decoder(model, decode_hparams)
+    inputs, errors = decoding.encode_lines(problem, lines, decoder.hp.max_input_length, source)
+    empty = [f"{source}:{n}: empty input" for n, ids in enumerate(inputs, 1) if not ids]
+    if errors or empty:
+        raise ValueError((errors + empty)[0])
+    logging.info("Visualizing %d input(s) with %s.", len(inputs), path)
+    written = []
+    for number, (ids, hypotheses) in enumerate(
+        zip(inputs, decoder.decode_ids(inputs), strict=True), 1
+    ):
+        found = inspection.inspect(model, problem, ids, hypotheses[0][0])
+        written += write_example(found, visualize_dir, f"{number:03d}", heads)
+    return written
