@@ -39,15 +39,15 @@ def main(argv):
     import tensorflow as tf
 
     from t2t_lite import experiment
-    from t2t_lite.training import trainer
+    from t2t_lite.training import steps
 
     exp = experiment.Experiment.resolve(
         "transformer", "algorithmic_identity_decimal40", FLAGS.hparams_set, FLAGS.hparams
     )
     hp = exp.hparams
     strategy = tf.distribute.get_strategy()
-    model, optimizer, step = trainer.build_training_state(exp, FLAGS.vocab_size)
-    train_step = trainer.make_train_step(
+    model, optimizer, step = steps.build_training_state(exp, FLAGS.vocab_size)
+    train_step = steps.make_train_step(
         model, optimizer, strategy, hp.label_smoothing, step, FLAGS.xla_compile
     )
 

@@ -1,6 +1,15 @@
-"""Atomic text writes: a reader sees the old file or the whole new one, never half."""
+"""File helpers: atomic text writes, writable-directory checks, leftovers of killed runs."""
 
+import json
+import math
 import os
+import socket
+import time
+
+import tensorflow as tf
+from absl import logging
+
+HOST = socket.gethostname()
 
 
 def write_atomically(path: str, text: str) -> None:
@@ -9,3 +18,93 @@ def write_atomically(path: str, text: str) -> None:
     with open(path + ".tmp", "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(path + ".tmp", path)
+
+
+def _reason(err: Exception) -> str:
+    return getattr(err, "message", None) or getattr(err, "strerror", None) or str(err)
+
+
+def check_writable_dir(path: str, flag: str) -> None:
+    """Creates directory `path` if needed; a ValueError naming `flag` if it cannot hold files.
+
+    Catches a path that is a regular file, lies under one, or cannot be
+    written (a probe file is created and removed), on any TF filesystem.
+    """
+    try:
+        if tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path):
+            raise ValueError(f"{flag} {path!r} is a file, not a directory")
+        tf.io.gfile.makedirs(path)
+        probe = os.path.join(path, f".write-probe-{HOST}-{os.getpid()}")
+        with tf.io.gfile.GFile(probe, "w") as f:
+            f.write("")
+        tf.io.gfile.remove(probe)
+    except (tf.errors.OpError, OSError) as err:
+        raise ValueError(f"{flag} {path!r} is not a writable directory: {_reason(err)}") from None
+
+
+def owner_tag() -> str:
+    """ "<pid>@<host>@", for names of temporary files that `remove_leftovers` may clean up."""
+    return f"{os.getpid()}@{HOST}@"
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with this pid runs on this host."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _abandoned(tag: str, path: str, max_age_s: float) -> bool:
+    """Whether an `owner_tag` names a process that is gone (or, elsewhere, a stale file)."""
+    pid, host = (tag.split("@") + ["", ""])[:2]
+    if not pid.isdigit() or tag.count("@") < 2:
+        return False  # not a name this project made
+    if host == HOST:
+        return int(pid) != os.getpid() and not process_alive(int(pid))
+    try:
+        age = time.time() - tf.io.gfile.stat(path).mtime_nsec / 1e9
+    except tf.errors.OpError:
+        return False
+    return age > max_age_s
+
+
+def remove_leftovers(directory: str, prefix: str, max_age_s: float = 24 * 3600) -> list[str]:
+    """Removes `prefix`<owner_tag>... files and directories left by killed runs -> removed.
+
+    Only names made with `owner_tag` are considered: one from this host whose
+    process is gone, or from another host and older than max_age_s.
+    """
+    removed = []
+    if not tf.io.gfile.isdir(directory):
+        return removed
+    for name in tf.io.gfile.listdir(directory):
+        name = name.rstrip("/")
+        if not name.startswith(prefix):
+            continue
+        tag = name[len(prefix) :]
+        path = os.path.join(directory, name)
+        if _abandoned(tag, path, max_age_s):
+            if tf.io.gfile.isdir(path):
+                tf.io.gfile.rmtree(path)
+            else:
+                tf.io.gfile.remove(path)
+            logging.info("Removed %s, left by an interrupted run.", path)
+            removed.append(path)
+    return removed
+
+
+def strict_json(data: dict) -> str:
+    """JSON with a non-finite number written as null (NaN and Infinity are not JSON)."""
+
+    def clean(value):
+        if isinstance(value, dict):
+            return {key: clean(v) for key, v in value.items()}
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        return value
+
+    return json.dumps(clean(data), indent=2, sort_keys=True, allow_nan=False)

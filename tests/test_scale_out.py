@@ -15,7 +15,7 @@ from conftest import ROOT
 
 from t2t_lite import experiment
 from t2t_lite.data import problem
-from t2t_lite.training import distribution, trainer
+from t2t_lite.training import distribution, steps, trainer
 
 VOCAB = 12
 
@@ -23,7 +23,7 @@ VOCAB = 12
 def fresh_state(mixed_precision: str = "none"):
     exp = experiment.Experiment.resolve("transformer", "test_identity_small", "transformer_test")
     keras.utils.set_random_seed(7)
-    model, optimizer, step = trainer.build_training_state(exp, VOCAB, mixed_precision)
+    model, optimizer, step = steps.build_training_state(exp, VOCAB, mixed_precision)
     return model, optimizer, step
 
 
@@ -53,12 +53,12 @@ def test_accumulating_micro_batches_equals_one_step_on_their_union():
     strategy = tf.distribute.get_strategy()
 
     model, optimizer, step = fresh_state()
-    accumulate = trainer.make_train_step(model, optimizer, strategy, 0.1, step, False, 2)
+    accumulate = steps.make_train_step(model, optimizer, strategy, 0.1, step, False, 2)
     loss_a, weight_a, _, _ = accumulate((first, second))
     accumulated = [v.numpy() for v in model.trainable_variables]
 
     model, optimizer, step = fresh_state()
-    single = trainer.make_train_step(model, optimizer, strategy, 0.1, step)
+    single = steps.make_train_step(model, optimizer, strategy, 0.1, step)
     loss_b, weight_b, _, _ = single((union(first, second),))
     once = [v.numpy() for v in model.trainable_variables]
 
@@ -116,7 +116,7 @@ import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 import test_scale_out as t
-from t2t_lite.training import trainer
+from t2t_lite.training import steps
 
 batch = t.union(t.random_batch(1, 4, 6), t.random_batch(2, 4, 6))  # 8 rows
 results = {}
@@ -132,7 +132,7 @@ for name in ("default", "mirrored"):
         distributed = strategy.experimental_distribute_values_from_function(
             lambda ctx: {k: v[ctx.replica_id_in_sync_group * 4:][:4] for k, v in batch.items()}
         )
-    train_step = trainer.make_train_step(model, optimizer, strategy, 0.1, step)
+    train_step = steps.make_train_step(model, optimizer, strategy, 0.1, step)
     loss, weight, _, _ = train_step((distributed,))
     results[name] = (float(loss), float(weight), [v.numpy() for v in model.trainable_variables])
 (la, wa, va), (lb, wb, vb) = results["default"], results["mirrored"]

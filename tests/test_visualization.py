@@ -181,7 +181,9 @@ def test_the_binary_draws_ponder_time_for_the_adaptive_ut(tmp_path, small_data):
     with pytest.raises(ValueError, match=r"^in.txt:1: empty input"):
         visualize.visualize(run, out, [""], "in.txt")
     (tmp_path / "file").write_text("")
-    with pytest.raises(ValueError, match=f"--visualize_dir '{tmp_path}/file/viz' cannot"):
+    with pytest.raises(
+        ValueError, match=f"--visualize_dir '{tmp_path}/file/viz' is not a writable"
+    ):
         visualize.visualize(run, f"{tmp_path}/file/viz", ["1"], "--inputs")
     with pytest.raises(FileNotFoundError, match="no checkpoint at"):
         visualize.visualize(run, out, ["1"], "--inputs", checkpoint_path=f"{tmp_path}/none")

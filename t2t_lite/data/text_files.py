@@ -10,11 +10,23 @@ def read_lines(path: str) -> list[str]:
         with open(path, "rb") as f:
             for number, raw in enumerate(f, start=1):
                 try:
-                    lines.append(raw.decode("utf-8").rstrip("\r\n"))
+                    line = raw.decode("utf-8").rstrip("\r\n")
+                    # A byte-order mark is an encoding marker, not text.
+                    lines.append(line.removeprefix("\ufeff") if number == 1 else line)
                 except UnicodeDecodeError as err:
                     raise ValueError(f"{path}:{number}: not valid UTF-8 ({err.reason})") from None
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ValueError(f"{path}: a directory, not a text file") from None
+    return lines
+
+
+def read_nonempty(path: str) -> list[str]:
+    """read_lines of a file of the user's data, which must hold some text."""
+    lines = read_lines(path)
+    if not any(line.strip() for line in lines):
+        raise ValueError(f"{path}: the file is empty (no line with text)")
     return lines
 
 
@@ -22,7 +34,7 @@ def read_pairs(paths: list[str]) -> Iterator[tuple[str, str, str]]:
     """(source, target, "file:line") from [a.tsv] (source<TAB>target) or [source, target]."""
     if len(paths) == 1:
         (path,) = paths
-        for number, line in enumerate(read_lines(path), start=1):
+        for number, line in enumerate(read_nonempty(path), start=1):
             if not line.strip():
                 yield "", "", f"{path}:{number}"  # an empty line: skipped and counted
                 continue
@@ -31,7 +43,7 @@ def read_pairs(paths: list[str]) -> Iterator[tuple[str, str, str]]:
             source, target = line.split("\t", 1)
             yield source, target, f"{path}:{number}"
     elif len(paths) == 2:
-        sources, targets = read_lines(paths[0]), read_lines(paths[1])
+        sources, targets = read_nonempty(paths[0]), read_nonempty(paths[1])
         if len(sources) != len(targets):
             raise ValueError(
                 f"{paths[0]} has {len(sources)} lines but {paths[1]} has {len(targets)}: "
@@ -49,5 +61,5 @@ def read_documents(paths: list[str]) -> Iterator[tuple[str, str, str]]:
     """("", line, "file:line") for every line of one plain text file (Text2Self)."""
     if len(paths) != 1:
         raise ValueError(f"expected one plain text file, got {len(paths)} files")
-    for number, line in enumerate(read_lines(paths[0]), start=1):
+    for number, line in enumerate(read_nonempty(paths[0]), start=1):
         yield "", line, f"{paths[0]}:{number}"

@@ -96,6 +96,8 @@ class Text2TextProblem(problem.Problem):
         """Learns the vocabulary from the training pairs, then writes every split."""
         os.makedirs(data_dir, exist_ok=True)
         train = list(self._clean_pairs(data_dir, problem.TRAIN))
+        if not train:
+            raise ValueError(f"{self.name}: the training data has no pair with text on both sides")
         lines = [text for source, target, _ in train for text in (source, target)]
         tokens = self.learn_vocabulary(lines)
         subword.save(tokens, os.path.join(data_dir, self.vocab_filename))

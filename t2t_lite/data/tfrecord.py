@@ -24,7 +24,10 @@ def serialize(example: dict[str, list[int]]) -> bytes:
         key: tf.train.Feature(int64_list=tf.train.Int64List(value=values))
         for key, values in example.items()
     }
-    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+    example = tf.train.Example(features=tf.train.Features(feature=feature))
+    # Deterministic: protobuf may otherwise write the map entries in any order,
+    # and the same seed must give byte-identical shards.
+    return example.SerializeToString(deterministic=True)
 
 
 def write_shards(examples: Iterable[dict[str, list[int]]], paths: list[str]) -> int:

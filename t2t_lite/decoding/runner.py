@@ -113,10 +113,20 @@ def decode_interactive(
     stdin: Iterable[str] = sys.stdin,
     stdout: TextIO = sys.stdout,
 ) -> None:
-    """Reads lines until EOF and prints each decode; a bad line prints an error line."""
+    """Reads lines until EOF and prints each decode; a bad line prints an error line.
+
+    Lines may be bytes (stdin's buffer): a line that is not UTF-8 is reported
+    as such, as in file decoding.
+    """
     for number, line in enumerate(stdin, start=1):
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError:
+                print(f"error: <stdin>:{number}: not valid UTF-8", file=stdout, flush=True)
+                continue
         inputs, errors = encode_lines(
-            problem, [line.rstrip("\n")], decoder.hp.max_input_length, "<stdin>", number
+            problem, [line.rstrip("\r\n")], decoder.hp.max_input_length, "<stdin>", number
         )
         if errors:
             print(f"error: {errors[0]}", file=stdout, flush=True)

@@ -4,7 +4,6 @@ import contextlib
 import json
 import logging as py_logging
 import os
-import shutil
 
 import tensorflow as tf
 import tensorflow_text
@@ -20,6 +19,8 @@ from t2t_lite.export import serving
 # Beside the SavedModel; TF Serving's loader ignores assets.extra except for warmup.
 METADATA_FILE = os.path.join("assets.extra", "t2t_lite_export.json")
 DEFAULT_DECODE_HPARAMS = "beam_size=4,alpha=0.6"
+# A SavedModel is written as <export_dir>/.incomplete-<owner tag><version>, then renamed.
+TEMPORARY = ".incomplete-"
 
 
 def decode_hparams(overrides: str) -> decoder_lib.DecodeHParams:
@@ -69,6 +70,7 @@ def export(
     sees half an export; an existing version is never overwritten.
     """
     hp = decode_hparams(overrides)
+    files.check_writable_dir(export_dir, "--export_dir")
     existing = versions(export_dir)
     version = version or (existing[-1] + 1 if existing else 1)
     if version < 1:
@@ -80,8 +82,8 @@ def export(
     problem, model, path = runner.load(output_dir, checkpoint_path)
     tokenizer = problem.graph_tokenizer(data_dir)
     module = serving.ServingModule(model, tokenizer, hp, problem.vocab_size)
-    os.makedirs(export_dir, exist_ok=True)
-    temporary = os.path.join(export_dir, f".incomplete-{version}-{os.getpid()}")
+    files.remove_leftovers(export_dir, TEMPORARY)
+    temporary = os.path.join(export_dir, f"{TEMPORARY}{files.owner_tag()}{version}")
     try:
         with _logging_kept():
             tf.saved_model.save(module, temporary, signatures=module.signatures())
@@ -103,8 +105,9 @@ def export(
         files.write_atomically(
             os.path.join(temporary, METADATA_FILE), json.dumps(metadata, indent=2) + "\n"
         )
-        os.rename(temporary, final)
+        tf.io.gfile.rename(temporary, final)
     finally:
-        shutil.rmtree(temporary, ignore_errors=True)
+        if tf.io.gfile.exists(temporary):
+            tf.io.gfile.rmtree(temporary)
     logging.info("Exported %s (%s) to %s.", path, hp, final)
     return final

@@ -1,6 +1,7 @@
 """Transformer hparams and its named sets (tensor2tensor's names)."""
 
 import dataclasses
+import math
 
 from t2t_lite import hparams as hparams_lib
 from t2t_lite import registry
@@ -63,6 +64,21 @@ class TransformerHParams:
             "label_smoothing",
         ):
             require(0.0 <= getattr(self, key) < 1.0, key, "must be in [0, 1)")
+        require(
+            math.isfinite(self.learning_rate_constant) and self.learning_rate_constant > 0,
+            "learning_rate_constant",
+            f"must be a positive finite number, got {self.learning_rate_constant}",
+        )
+        require(
+            math.isfinite(self.clip_grad_norm) and self.clip_grad_norm >= 0,
+            "clip_grad_norm",
+            f"must be >= 0 and finite (0: no clipping), got {self.clip_grad_norm}",
+        )
+        for key in ("optimizer_adam_beta1", "optimizer_adam_beta2"):
+            require(0.0 <= getattr(self, key) < 1.0, key, "must be in [0, 1)")
+        require(
+            0.0 < self.optimizer_adam_epsilon < 1.0, "optimizer_adam_epsilon", "must be in (0, 1)"
+        )
         require(self.learning_rate_warmup_steps >= 0, "learning_rate_warmup_steps", "must be >= 0")
         require(self.max_length > 0, "max_length", "must be positive")
         require(

@@ -1,6 +1,7 @@
 """Universal Transformer hparams and its named sets (tensor2tensor's names)."""
 
 import dataclasses
+import math
 
 from t2t_lite import hparams as hparams_lib
 from t2t_lite import registry
@@ -68,7 +69,16 @@ class UniversalTransformerHParams(transformer_hparams.TransformerHParams):
         )
         require(self.act_max_steps >= 1, "act_max_steps", "must be >= 1")
         require(0.0 < self.act_epsilon < 1.0, "act_epsilon", "must be in (0, 1)")
-        require(self.act_loss_weight >= 0.0, "act_loss_weight", "must be >= 0")
+        require(
+            math.isfinite(self.act_loss_weight) and self.act_loss_weight >= 0.0,
+            "act_loss_weight",
+            "must be >= 0 and finite",
+        )
+        require(
+            math.isfinite(self.act_halting_bias_init),
+            "act_halting_bias_init",
+            "must be finite",
+        )
 
     @property
     def adaptive(self) -> bool:

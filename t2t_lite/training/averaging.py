@@ -11,9 +11,11 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from t2t_lite import files
+from t2t_lite import experiment, files
 from t2t_lite.training import checkpoints
 
+# Written as <output_path>.incomplete-<owner tag>, renamed when complete.
+TEMPORARY = ".incomplete-"
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 STEP_KEY = "step/.ATTRIBUTES/VARIABLE_VALUE"
 
@@ -95,13 +97,14 @@ def average(paths: list[str], output_path: str) -> None:
         names.append(key)
         tensors.append(value)
     directory = os.path.dirname(os.path.abspath(output_path))
-    os.makedirs(directory, exist_ok=True)
-    temporary = f"{output_path}.incomplete-{os.getpid()}"
+    files.check_writable_dir(directory, "--output_path's directory")
+    files.remove_leftovers(directory, f"{os.path.basename(output_path)}{TEMPORARY}")
+    temporary = f"{output_path}{TEMPORARY}{files.owner_tag()}"
     tf.raw_ops.SaveV2(
         prefix=temporary, tensor_names=names, shape_and_slices=[""] * len(names), tensors=tensors
     )
     for suffix in (".data-00000-of-00001", ".index"):
-        os.replace(temporary + suffix, output_path + suffix)
+        tf.io.gfile.rename(temporary + suffix, output_path + suffix, overwrite=True)
     # The directory's "checkpoint" file names it, so the directory works as
     # a --checkpoint_path too.
     name = os.path.basename(output_path)
@@ -109,6 +112,11 @@ def average(paths: list[str], output_path: str) -> None:
         os.path.join(directory, "checkpoint"),
         f'model_checkpoint_path: "{name}"\nall_model_checkpoint_paths: "{name}"\n',
     )
+
+
+def holds_training_run(directory: str) -> bool:
+    """Whether directory is a t2t-train --output_dir (its checkpoint list must stay its own)."""
+    return tf.io.gfile.exists(os.path.join(directory, experiment.EXPERIMENT_FILE))
 
 
 def run(model_dir: str, num_last: int, explicit: list[str], output_path: str = "") -> str:
@@ -127,6 +135,11 @@ def run(model_dir: str, num_last: int, explicit: list[str], output_path: str = "
         raise ValueError(
             f"--output_path {output_path!r} is in --model_dir; write it elsewhere "
             "(default: <model_dir>/averaged/)"
+        )
+    if holds_training_run(directory):
+        raise ValueError(
+            f"--output_path {output_path!r} is in a training run's directory ({directory}); "
+            "write it elsewhere (default: <model_dir>/averaged/)"
         )
     average(paths, output_path)
     return output_path

@@ -1,7 +1,11 @@
 """Step-named checkpoints of model, optimizer and step, and their restore."""
 
+import os
+import re
+
 import keras
 import tensorflow as tf
+from absl import logging
 
 CHECKPOINT_NAME = "model.ckpt"
 
@@ -53,3 +57,46 @@ def latest(directory: str) -> str:
             f"no checkpoint in {directory!r}: train first (t2t-train --output_dir)"
         )
     return path
+
+
+def all_finite(variables) -> bool:
+    """Whether every value of every variable is finite (what a good checkpoint holds)."""
+    checks = [
+        tf.reduce_all(tf.math.is_finite(v)) for v in variables if tf.as_dtype(v.dtype).is_floating
+    ]
+    return bool(tf.reduce_all(tf.stack(checks))) if checks else True
+
+
+def by_step(directory: str) -> list[str]:
+    """The model.ckpt-<step> prefixes in directory with an index file, newest first."""
+    pattern = re.compile(re.escape(CHECKPOINT_NAME) + r"-(\d+)\.index$")
+    found = []
+    for path in tf.io.gfile.glob(os.path.join(directory, f"{CHECKPOINT_NAME}-*.index")):
+        match = pattern.search(os.path.basename(path))
+        if match:
+            found.append((int(match.group(1)), path[: -len(".index")]))
+    return [path for _, path in sorted(found, reverse=True)]
+
+
+def restore_newest_readable(checkpoint: tf.train.Checkpoint, directory: str) -> str | None:
+    """Restores the newest checkpoint in directory that reads back whole -> its path.
+
+    A checkpoint that fails to read (corrupt or truncated data, a missing
+    variable) is skipped with a warning naming it and the reason, and the
+    next older one is tried. None if the directory has no checkpoint; a
+    ValueError if it has some and none is readable.
+    """
+    candidates = by_step(directory)
+    for path in candidates:
+        try:
+            checkpoint.restore(path).assert_existing_objects_matched()
+            return path
+        except (tf.errors.OpError, ValueError, AssertionError) as err:
+            reason = (getattr(err, "message", None) or str(err)).strip().splitlines()[0]
+            logging.warning("Skipping checkpoint %s, which cannot be read: %s", path, reason)
+    if candidates:
+        raise ValueError(
+            f"no readable checkpoint in {directory!r} ({len(candidates)} tried, newest "
+            f"{candidates[0]}): move them away to start afresh, or restore a copy"
+        )
+    return None

@@ -1,7 +1,6 @@
 """The custom training loop, written for tf.distribute."""
 
 import dataclasses
-import json
 import math
 import os
 import time
@@ -11,16 +10,13 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_lite import experiment as experiment_lib
-from t2t_lite import files
+from t2t_lite import files, run_lock
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
-from t2t_lite.layers import masks
-from t2t_lite.training import checkpoints, distribution, evaluation, losses, schedules
+from t2t_lite.training import checkpoints, distribution, evaluation, steps
 
-SUM = tf.distribute.ReduceOp.SUM
 METRICS_FILE = "metrics.json"
-# --mixed_precision -> Keras dtype policy. Variables, logits and the loss stay float32.
-PRECISIONS = {"none": "float32", "fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
+PRECISIONS = steps.PRECISIONS
 
 
 class NonFiniteLossError(RuntimeError):
@@ -90,6 +86,10 @@ class Trainer:
         self.strategy = distribution.make_strategy(config.strategy, list(config.devices))
         self.chief = distribution.is_chief(self.strategy)
         self.problem = experiment.build_problem()
+        self.lock = run_lock.RunLock(output_dir)
+        if self.chief:  # one trainer per run dir; the chief holds it for its workers
+            files.check_writable_dir(output_dir, "--output_dir")
+            self.lock.acquire()
         experiment.check_matches(output_dir)
         if self.chief:
             experiment.save(output_dir)
@@ -99,14 +99,22 @@ class Trainer:
                     f"no {self.problem.name} data in {data_dir!r}: run t2t-datagen before "
                     "starting the workers (only the chief would generate it)"
                 )
+            files.check_writable_dir(data_dir, "--data_dir")
             logging.info("No data for %s in %s: generating it.", self.problem.name, data_dir)
             self.problem.generate_data(data_dir, seed=config.random_seed)
         self.problem.bind(data_dir)
+        for split in self.problem.splits:  # an empty split would train or evaluate on nothing
+            paths = self.problem.filepaths(data_dir, split)
+            if not tfrecord.read_examples(paths, 1):
+                raise ValueError(
+                    f"the {split} split of {self.problem.name} in {data_dir!r} has no examples "
+                    f"({', '.join(paths)}): regenerate it with t2t-datagen from more data"
+                )
         if self.chief:  # decoding and export read the vocabulary from the run dir
             self.problem.save_assets(output_dir)
         keras.utils.set_random_seed(config.random_seed)
         with self.strategy.scope():
-            self.model, self.optimizer, self.step = build_training_state(
+            self.model, self.optimizer, self.step = steps.build_training_state(
                 experiment, self.problem.vocab_size, config.mixed_precision
             )
         self.checkpoint = checkpoints.make_checkpoint(self.model, self.optimizer, self.step)
@@ -115,11 +123,11 @@ class Trainer:
         self.manager = checkpoints.make_manager(
             self.checkpoint, self.save_dir, config.keep_checkpoint_max
         )
-        latest = tf.train.latest_checkpoint(output_dir)  # the chief's, on every worker
+        # The chief's checkpoints, on every worker; a corrupt newest one is skipped.
+        latest = checkpoints.restore_newest_readable(self.checkpoint, output_dir)
         if latest:
-            self.checkpoint.restore(latest).assert_existing_objects_matched()
             logging.info("Resumed from %s at step %d.", latest, int(self.step.numpy()))
-        self._train_step = make_train_step(
+        self._train_step = steps.make_train_step(
             self.model,
             self.optimizer,
             self.strategy,
@@ -184,7 +192,19 @@ class Trainer:
                     self._evaluate_split(self.problem.eval_split, step, config.eval_steps)
         return self.final_evaluation()
 
+    def _last_good(self) -> str:
+        latest = self.manager.latest_checkpoint
+        if latest is None:
+            return "No checkpoint has been written."
+        return f"The newest checkpoint, {latest}, holds finite weights and is untouched."
+
     def _save(self, step: int) -> None:
+        if not checkpoints.all_finite([*self.model.weights, *self.optimizer.variables]):
+            raise NonFiniteLossError(
+                f"non-finite weights after step {step}; they were not saved. "
+                f"{self._last_good()} Try a lower learning_rate_constant, more "
+                "learning_rate_warmup_steps or clip_grad_norm."
+            )
         self.manager.save(checkpoint_number=step)
         if not self.chief:  # a worker's copy only served the collective save
             tf.io.gfile.rmtree(self.save_dir)
@@ -202,10 +222,10 @@ class Trainer:
         if not (math.isfinite(loss_sum) and math.isfinite(grad_norm)):
             raise NonFiniteLossError(
                 f"non-finite loss ({loss_sum}) or gradient norm ({grad_norm}) between steps "
-                f"{window.step} and {step}; training stopped. The last good checkpoint, "
-                f"{self.manager.latest_checkpoint}, is untouched. Try a lower "
-                "learning_rate_constant, more learning_rate_warmup_steps or clip_grad_norm."
+                f"{window.step} and {step}; training stopped. {self._last_good()} Try a "
+                "lower learning_rate_constant, more learning_rate_warmup_steps or clip_grad_norm."
             )
+        self.lock.heartbeat()
         seconds, steps = window.advance(step)
         loss = loss_sum / max(weight, 1.0)
         lr = float(self.optimizer.learning_rate)
@@ -261,113 +281,8 @@ class Trainer:
         }
         if self.chief:
             path = os.path.join(self.output_dir, METRICS_FILE)
-            files.write_atomically(
-                path, json.dumps({"step": step, **results}, indent=2, sort_keys=True)
-            )
+            files.write_atomically(path, files.strict_json({"step": step, **results}))
         return results
-
-
-def build_training_state(
-    experiment: experiment_lib.Experiment, vocab_size: int, mixed_precision: str = "none"
-) -> tuple[keras.Model, keras.optimizers.Optimizer, tf.Variable]:
-    """A built model, an optimizer built over its weights, and the step counter.
-
-    Call inside the strategy's scope: variables are created here. Under
-    mixed precision the model's layers compute in float16/bfloat16 (their
-    variables stay float32); fp16 wraps the optimizer in Keras's
-    LossScaleOptimizer. The global dtype policy is restored afterwards.
-    """
-    previous = keras.mixed_precision.global_policy()
-    keras.mixed_precision.set_global_policy(PRECISIONS[mixed_precision])
-    try:
-        model = experiment.build_model(vocab_size)
-        checkpoints.build_model(model)
-    finally:
-        keras.mixed_precision.set_global_policy(previous)
-    optimizer = schedules.make_optimizer(experiment.hparams)
-    if mixed_precision == "fp16":
-        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-    optimizer.build(model.trainable_variables)
-    step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-    return model, optimizer, step
-
-
-def make_train_step(
-    model: keras.Model,
-    optimizer: keras.optimizers.Optimizer,
-    strategy: tf.distribute.Strategy,
-    label_smoothing: float,
-    step: tf.Variable,
-    xla_compile: bool = False,
-    accumulation_steps: int = 1,
-):
-    """A compiled step: k distributed micro-batches -> (loss sum, tokens, grad norm, metrics).
-
-    Gradients of the k micro-batches are summed and applied once, the loss
-    normalised by the global count of non-pad target tokens over all of them:
-    the update equals one step on their union. metrics are the model's
-    auxiliary outputs (e.g. ponder time), averaged over replicas and
-    micro-batches, plus "aux_loss" when the model adds a loss of its own.
-    """
-    replicas = float(strategy.num_replicas_in_sync)
-    scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
-
-    def loss_and_gradients(batch, global_weight):
-        with tf.GradientTape() as tape:
-            logits, aux = model.forward(batch, training=True)
-            loss_sum, _ = losses.smoothed_cross_entropy(logits, batch["targets"], label_smoothing)
-            # Gradients are summed over replicas, so normalise by the global count.
-            loss = loss_sum / global_weight
-            metrics = dict(aux)
-            extra = metrics.pop("loss", None)
-            if extra is not None:  # e.g. ACT's ponder cost, a per-replica mean
-                loss += extra / (replicas * accumulation_steps)
-                metrics["aux_loss"] = extra
-            if scaled:  # fp16: gradients of the scaled loss; apply_gradients unscales
-                loss = optimizer.scale_loss(loss)
-        grads = tape.gradient(loss, model.trainable_variables)
-        return loss_sum, grads, metrics
-
-    # XLA covers forward and backward; the optimizer update stays outside the
-    # compiled function, where distribution strategies can merge across replicas.
-    compiled = tf.function(loss_and_gradients, jit_compile=xla_compile)
-
-    def replica_step(batches):
-        weight = tf.add_n([tf.reduce_sum(masks.padding_mask(b["targets"])) for b in batches])
-        context = tf.distribute.get_replica_context()
-        global_weight = tf.maximum(context.all_reduce(SUM, weight), 1.0)
-        loss_sum, grads, metrics = compiled(batches[0], global_weight)
-        for batch in batches[1:]:
-            more_loss, more_grads, more_metrics = compiled(batch, global_weight)
-            loss_sum += more_loss
-            grads = [g + h for g, h in zip(grads, more_grads, strict=True)]
-            metrics = {key: metrics[key] + more_metrics[key] for key in metrics}
-        metrics = {key: value / len(batches) for key, value in metrics.items()}
-        grad_norm = tf.linalg.global_norm(grads)
-        if scaled:
-            # Report the unscaled norm; an overflowing step is skipped by the
-            # optimizer (and its scale lowered), so it is not an error here.
-            grad_norm /= tf.cast(optimizer.dynamic_scale, grad_norm.dtype)
-            grad_norm = tf.where(tf.math.is_finite(grad_norm), grad_norm, 0.0)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-        return loss_sum, weight, grad_norm, metrics
-
-    # With several micro-batches, each of its own bucket shape, traced
-    # shapes are generalised rather than traced per combination.
-    @tf.function(reduce_retracing=accumulation_steps > 1)
-    def train_step(batches):
-        loss_sum, weight, grad_norm, metrics = strategy.run(replica_step, args=(batches,))
-        step.assign_add(1)
-        mean = tf.distribute.ReduceOp.MEAN
-        return (
-            strategy.reduce(SUM, loss_sum, axis=None),
-            strategy.reduce(SUM, weight, axis=None),
-            # Mean of per-replica norms: exact on one replica; NaN if any is.
-            strategy.reduce(mean, grad_norm, axis=None),
-            {key: strategy.reduce(mean, value, axis=None) for key, value in metrics.items()},
-        )
-
-    return train_step
 
 
 class _Window:
@@ -388,4 +303,8 @@ def train(
     experiment: experiment_lib.Experiment, data_dir: str, output_dir: str, config: TrainConfig
 ) -> dict[str, dict[str, float]]:
     """Trains (or resumes) the experiment in output_dir; returns final eval metrics."""
-    return Trainer(experiment, data_dir, output_dir, config).train()
+    trainer = Trainer(experiment, data_dir, output_dir, config)
+    try:
+        return trainer.train()
+    finally:
+        trainer.lock.release()

@@ -8,23 +8,11 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from t2t_lite import files
 from t2t_lite.decoding import runner as decoding
 from t2t_lite.visualization import inspection, plots
 
 HEADS = ("mean", "all")
-
-
-def check_writable(directory: str) -> None:
-    """Creates directory (any TF filesystem); a ValueError naming it if it cannot be written."""
-    try:
-        tf.io.gfile.makedirs(directory)
-        probe = os.path.join(directory, ".t2t-visualize-probe")
-        with tf.io.gfile.GFile(probe, "w") as f:
-            f.write("")
-        tf.io.gfile.remove(probe)
-    except (tf.errors.OpError, OSError) as err:
-        reason = getattr(err, "message", None) or str(err)
-        raise ValueError(f"--visualize_dir {directory!r} cannot be written: {reason}") from None
 
 
 def read_inputs(inputs: list[str], from_file: str, max_examples: int) -> tuple[list[str], str]:
@@ -93,7 +81,7 @@ def visualize(
         raise ValueError(f"--heads={heads!r} is not one of {', '.join(HEADS)}")
     plots.pyplot()  # the install hint before any work
     problem, model, path = decoding.load(output_dir, checkpoint_path)
-    check_writable(visualize_dir)
+    files.check_writable_dir(visualize_dir, "--visualize_dir")
     decoder = decoding.make_decoder(model, decode_hparams)
     inputs, errors = decoding.encode_lines(problem, lines, decoder.hp.max_input_length, source)
     empty = [f"{source}:{n}: empty input" for n, ids in enumerate(inputs, 1) if not ids]

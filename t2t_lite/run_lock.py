@@ -1,0 +1,126 @@
+"""One training process per run directory: a lock file naming its owner.
+
+`<output_dir>/.t2t-train.lock` holds the owner's host, pid and a heartbeat
+time. A second trainer is refused with a line naming the owner. A lock whose
+process is gone (same host), or whose heartbeat is older than STALE_AFTER_S
+(another host, e.g. on shared storage), is taken over with a log line. Only
+the chief of a multi-worker job takes the lock, for the whole job. Readers
+(t2t-decode, t2t-avg-checkpoints, t2t-export) never need it: they read
+complete checkpoints only.
+
+On a local disk the lock is created with O_EXCL, so two trainers starting
+at once cannot both get it; elsewhere it is written through tf.io.gfile and
+read back, which is as close as those filesystems allow.
+"""
+
+import json
+import os
+import time
+
+import tensorflow as tf
+from absl import logging
+
+from t2t_lite import files
+
+LOCK_FILE = ".t2t-train.lock"
+STALE_AFTER_S = 600.0
+HEARTBEAT_EVERY_S = 60.0
+
+
+class RunLockedError(ValueError):
+    """Another live trainer owns the run directory."""
+
+
+def _is_local(path: str) -> bool:
+    return "://" not in path or path.startswith("file://")
+
+
+class RunLock:
+    """The lock of one run directory, held by this process."""
+
+    def __init__(self, directory: str):
+        self.path = os.path.join(directory, LOCK_FILE)
+        self.directory = directory
+        self.held = False
+        self._started = self._beat = time.time()
+
+    def _record(self) -> str:
+        record = {
+            "host": files.HOST,
+            "pid": os.getpid(),
+            "started": self._started,
+            "heartbeat": time.time(),
+        }
+        return json.dumps(record)
+
+    def owner(self) -> dict | None:
+        """The lock's record, or None when there is no (readable) lock."""
+        try:
+            with tf.io.gfile.GFile(self.path, "r") as f:
+                return json.loads(f.read())
+        except (tf.errors.NotFoundError, ValueError):
+            return None
+
+    def _mine(self, owner: dict) -> bool:
+        return owner.get("host") == files.HOST and owner.get("pid") == os.getpid()
+
+    def _stale(self, owner: dict) -> str:
+        """Why the owner no longer holds the lock, or "" if it does."""
+        pid = owner.get("pid")
+        if owner.get("host") == files.HOST:
+            if not isinstance(pid, int) or not files.process_alive(pid):
+                return f"process {pid} on this host is not running"
+            return ""
+        age = time.time() - float(owner.get("heartbeat", 0))
+        if age > STALE_AFTER_S:
+            return f"no heartbeat from {owner.get('host')} for {age:.0f} s"
+        return ""
+
+    def acquire(self) -> None:
+        """Takes the lock, or raises RunLockedError naming its live owner."""
+        owner = self.owner()
+        if owner is not None and not self._mine(owner):
+            reason = self._stale(owner)
+            if not reason:
+                raise RunLockedError(
+                    f"{self.directory!r} is being trained by pid {owner.get('pid')} on "
+                    f"{owner.get('host')} (lock file {self.path}); wait for it to finish or use "
+                    "another --output_dir"
+                )
+            logging.warning("Taking over the stale lock %s: %s.", self.path, reason)
+        self._write(fresh=owner is None)
+        owner = self.owner()
+        if owner is None or not self._mine(owner):
+            raise RunLockedError(f"{self.directory!r}: another trainer took {self.path} first")
+        self.held = True
+        self._beat = time.time()
+
+    def _write(self, fresh: bool) -> None:
+        record = self._record()
+        if _is_local(self.path) and fresh:
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                return  # someone else won the race; acquire's read-back refuses
+            with os.fdopen(fd, "w") as f:
+                f.write(record)
+            return
+        temporary = f"{self.path}.{files.owner_tag()}"
+        with tf.io.gfile.GFile(temporary, "w") as f:
+            f.write(record)
+        tf.io.gfile.rename(temporary, self.path, overwrite=True)
+
+    def heartbeat(self) -> None:
+        """Refreshes the heartbeat (at most every HEARTBEAT_EVERY_S) while training."""
+        if self.held and time.time() - self._beat > HEARTBEAT_EVERY_S:
+            self._write(fresh=False)
+            self._beat = time.time()
+
+    def release(self) -> None:
+        """Removes the lock if this process holds it."""
+        if not self.held:
+            return
+        owner = self.owner()
+        if owner is not None and self._mine(owner):
+            tf.io.gfile.remove(self.path)
+        self.held = False

@@ -1,0 +1,300 @@
+"""Reliability: one trainer per run dir, only finite checkpoints, recovery, clean errors."""
+
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from conftest import ROOT, run_binary
+
+from t2t_lite import experiment, files, run_lock
+from t2t_lite.data import problem, text_files
+from t2t_lite.decoding import runner
+from t2t_lite.training import averaging, checkpoints, trainer
+
+HPARAMS = "batch_size=64,max_length=8,learning_rate_warmup_steps=10"
+
+
+def make_trainer(data_dir, run_dir, steps=4, overrides=HPARAMS):
+    exp = experiment.Experiment.resolve(
+        "transformer", "test_identity_small", "transformer_test", overrides
+    )
+    config = trainer.TrainConfig(
+        train_steps=steps, local_eval_frequency=2, eval_steps=1, keep_checkpoint_max=10
+    )
+    return trainer.Trainer(exp, data_dir, run_dir, config)
+
+
+def hold_lock(run_dir: str) -> subprocess.Popen:
+    """Another process that takes the run dir's lock and keeps it until killed."""
+    code = (
+        "import sys, time; from t2t_lite import run_lock; "
+        "run_lock.RunLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(120)"
+    )
+    env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
+    os.makedirs(run_dir, exist_ok=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, run_dir], stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_a_second_trainer_is_refused_and_a_dead_owners_lock_is_taken_over(
+    small_data, tmp_path, caplog
+):
+    run = str(tmp_path / "run")
+    holder = hold_lock(run)
+    try:
+        result = run_binary(
+            "t2t-train", "--problem=test_identity_small", "--model=transformer",
+            "--hparams_set=transformer_test", f"--hparams={HPARAMS}",
+            f"--data_dir={small_data}", f"--output_dir={run}", "--train_steps=2",
+        )  # fmt: skip
+        assert result.returncode == 1 and "Traceback" not in result.stderr
+        assert (
+            result.stderr.strip()
+            .splitlines()[-1]
+            .startswith(
+                f"t2t-train: error: '{run}' is being trained by pid {holder.pid} on {files.HOST}"
+            )
+        )
+        assert not os.path.exists(os.path.join(run, experiment.EXPERIMENT_FILE))  # untouched
+    finally:
+        holder.kill()
+        holder.wait()
+    # The owner died (kill -9): its lock is stale and taken over, with a log line.
+    results = trainer.train(
+        experiment.Experiment.resolve(
+            "transformer", "test_identity_small", "transformer_test", HPARAMS
+        ),
+        small_data,
+        run,
+        trainer.TrainConfig(train_steps=2, local_eval_frequency=2, eval_steps=1),
+    )
+    assert results["dev"]["examples"] == 40
+    assert f"Taking over the stale lock {run}/{run_lock.LOCK_FILE}" in caplog.text
+    assert not os.path.exists(os.path.join(run, run_lock.LOCK_FILE))  # released at the end
+
+
+def test_a_lock_from_another_host_is_stale_only_without_heartbeat(tmp_path):
+    lock = run_lock.RunLock(str(tmp_path))
+    record = {"host": "elsewhere", "pid": 1, "started": time.time(), "heartbeat": time.time()}
+    (tmp_path / run_lock.LOCK_FILE).write_text(json.dumps(record))
+    with pytest.raises(run_lock.RunLockedError, match="pid 1 on elsewhere"):
+        lock.acquire()
+    record["heartbeat"] -= run_lock.STALE_AFTER_S + 1
+    (tmp_path / run_lock.LOCK_FILE).write_text(json.dumps(record))
+    lock.acquire()
+    assert lock.owner()["host"] == files.HOST and lock.owner()["pid"] == os.getpid()
+    lock.release()
+    assert lock.owner() is None
+
+
+def test_non_finite_weights_are_never_saved(small_data, tmp_path):
+    t = make_trainer(small_data, str(tmp_path / "run"))
+    t.model.weights[0].assign(tf.fill(t.model.weights[0].shape, math.nan))
+    with pytest.raises(trainer.NonFiniteLossError, match="No checkpoint has been written"):
+        t._save(1)
+    assert checkpoints.by_step(str(tmp_path / "run")) == []
+
+    t = make_trainer(small_data, str(tmp_path / "run2"))
+    t._save(1)
+    t.model.weights[0].assign(tf.fill(t.model.weights[0].shape, math.inf))
+    with pytest.raises(trainer.NonFiniteLossError, match=r"newest checkpoint, .*model.ckpt-1,"):
+        t._save(2)
+    assert [os.path.basename(p) for p in checkpoints.by_step(str(tmp_path / "run2"))] == [
+        "model.ckpt-1"
+    ]
+
+
+def corrupt(path_prefix: str) -> None:
+    """Flips bytes in the middle of a checkpoint's data file."""
+    data = path_prefix + ".data-00000-of-00001"
+    with open(data, "rb") as f:
+        raw = bytearray(f.read())
+    for i in range(len(raw) // 3, len(raw) // 3 + 64):
+        raw[i] ^= 0xFF
+    with open(data, "wb") as f:
+        f.write(bytes(raw))
+
+
+def test_resume_skips_a_corrupt_checkpoint_for_the_newest_readable_one(
+    small_data, tmp_path, caplog
+):
+    run = str(tmp_path / "run")
+    make_trainer(small_data, run, steps=4).train()  # checkpoints at 2 and 4
+    newest, older = checkpoints.by_step(run)
+    corrupt(newest)
+    resumed = make_trainer(small_data, run, steps=4)
+    assert int(resumed.step.numpy()) == 2
+    assert f"Skipping checkpoint {newest}, which cannot be read" in caplog.text
+    corrupt(older)
+    with pytest.raises(ValueError, match=r"no readable checkpoint in .* \(2 tried"):
+        make_trainer(small_data, run, steps=4)
+
+
+def test_metrics_are_strict_json_and_empty_splits_are_refused(tmp_path):
+    assert json.loads(files.strict_json({"a": {"loss": math.nan, "n": 1}})) == {
+        "a": {"loss": None, "n": 1}
+    }
+    data = str(tmp_path / "data")
+    problem.get("test_identity_small").generate_data(data, seed=1)
+    for path in problem.get("test_identity_small").filepaths(data, "dev"):
+        with tf.io.TFRecordWriter(path):
+            pass  # an empty dev split
+    with pytest.raises(ValueError, match=r"the dev split of test_identity_small .* no examples"):
+        make_trainer(data, str(tmp_path / "run"))
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf"])
+def test_nonsensical_learning_rates_are_refused(value):
+    with pytest.raises(ValueError, match="learning_rate_constant"):
+        experiment.Experiment.resolve(
+            "transformer", "test_identity_small", "transformer_test",
+            f"learning_rate_constant={value}",
+        )  # fmt: skip
+
+
+def test_user_files_byte_order_mark_empty_file_and_interactive_utf8(tmp_path, copy_run):
+    path = tmp_path / "bom.tsv"
+    path.write_bytes("\ufeffhallo\thello\nzwei\ttwo\n".encode())
+    assert text_files.read_lines(str(path)) == ["hallo\thello", "zwei\ttwo"]
+    (tmp_path / "empty.tsv").write_text("\n\n")
+    with pytest.raises(ValueError, match=r"empty.tsv: the file is empty"):
+        list(text_files.read_pairs([str(tmp_path / "empty.tsv")]))
+    _, run_dir = copy_run
+    prob, model, _ = runner.load(run_dir)
+    out = __import__("io").StringIO()
+    runner.decode_interactive(runner.make_decoder(model, ""), prob, [b"\xff 1\n", b"1 2\n"], out)
+    assert out.getvalue().splitlines()[0] == "error: <stdin>:1: not valid UTF-8"
+
+
+def test_averaging_and_export_clean_their_own_leftovers_only(copy_run, tmp_path):
+    from t2t_lite.export import exporter
+
+    _, run_dir = copy_run
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    dead_tag, live_tag = f"{dead.pid}@{files.HOST}@", f"{live.pid}@{files.HOST}@"
+    out = tmp_path / "avg"
+    out.mkdir()
+    for tag in (dead_tag, live_tag):
+        (out / f"model.ckpt-800.incomplete-{tag}.index").write_text("")
+    (out / "model.ckpt-800.incomplete-unrelated").write_text("")
+    averaging.run(run_dir, 2, [], str(out / "model.ckpt-800"))
+    names = sorted(os.listdir(out))
+    assert f"model.ckpt-800.incomplete-{dead_tag}.index" not in names
+    assert f"model.ckpt-800.incomplete-{live_tag}.index" in names  # a running process's
+    live.kill()
+    assert "model.ckpt-800.incomplete-unrelated" in names  # not a name averaging makes
+    # Averaging never writes beside a training run's checkpoints.
+    with pytest.raises(ValueError, match="training run's directory"):
+        averaging.run("", 2, checkpoints.by_step(run_dir)[:2], f"{run_dir}/model.ckpt-9")
+
+    export_dir = tmp_path / "export"
+    (export_dir / f".incomplete-{dead_tag}3").mkdir(parents=True)
+    exporter.export(run_dir, str(export_dir), overrides="beam_size=1")
+    assert sorted(os.listdir(export_dir)) == ["1"]
+
+
+def run_datagen_fresh(data_dir: str, tsv: str) -> None:
+    code = (
+        "import sys; sys.path[:0] = sys.argv[3:5]; import conftest; "
+        "from t2t_lite.data import problem; "
+        "problem.get('test_identity_small').generate_data(sys.argv[1], seed=5); "
+        "p = problem.get('translate_from_files'); p.configure(sys.argv[1], [sys.argv[2]], "
+        "[sys.argv[2]], 60); p.generate_data(sys.argv[1], seed=5)"
+    )
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    subprocess.run(
+        [sys.executable, "-c", code, data_dir, tsv, ROOT, os.path.join(ROOT, "tests")],
+        check=True,
+        env=env,
+        capture_output=True,
+    )
+
+
+def test_the_same_seed_gives_byte_identical_shards_in_fresh_processes(tmp_path):
+    tsv = tmp_path / "pairs.tsv"
+    rng = np.random.default_rng(0)
+    words = ["alpha", "beta", "gamma", "delta", "eins", "zwei", "drei"]
+    tsv.write_text("".join(f"{' '.join(rng.choice(words, 4))}\t{' '.join(rng.choice(words, 3))}\n"
+                           for _ in range(60)))  # fmt: skip
+    first, second = str(tmp_path / "a"), str(tmp_path / "b")
+    run_datagen_fresh(first, str(tsv))
+    run_datagen_fresh(second, str(tsv))
+    shards = sorted(n for n in os.listdir(first) if "-of-" in n)
+    assert any(n.startswith("translate_from_files-train") for n in shards)
+    assert any(n.startswith("test_identity_small-train") for n in shards)
+    for name in shards:
+        with (
+            open(os.path.join(first, name), "rb") as a,
+            open(os.path.join(second, name), "rb") as b,
+        ):
+            assert a.read() == b.read(), name
+
+
+def load_probe():
+    spec = importlib.util.spec_from_file_location(
+        "reliability", os.path.join(ROOT, "bench", "reliability.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_training_killed_twice_leaves_readable_artefacts_and_resumes():
+    """Two SIGKILLs at seeded moments, then a resume to the end (bench/reliability.py has more)."""
+    figures = load_probe().probe(kills=2, steps=30, seed=3)
+    assert figures["trials"] == 2
+    assert figures["corrupt_artefacts"] == 0, figures["details"]
+    assert figures["failed_resumes"] == 0, figures["details"]
+
+
+BAD_INPUTS = [
+    # (binary, flags, what the one error line must say); {f} is a regular file, {r} a run.
+    ("t2t-train", ["--output_dir={f}"], "--output_dir '{f}' is a file"),
+    ("t2t-train", ["--output_dir={f}/sub"], "--output_dir '{f}/sub' is not a writable directory"),
+    ("t2t-train", ["--hparams=learning_rate_constant=-1"], "learning_rate_constant"),
+    ("t2t-train", ["--hparams=learning_rate_constant=nan"], "learning_rate_constant"),
+    ("t2t-train", ["--hparams=clip_grad_norm=inf"], "clip_grad_norm"),
+    ("t2t-datagen", ["--data_dir={f}"], "--data_dir '{f}' is a file"),
+    ("t2t-export", ["--export_dir={f}"], "--export_dir '{f}' is a file"),
+    ("t2t-decode", ["--output_dir={f}"], "experiment.json not found"),
+    ("t2t-avg-checkpoints", ["--output_path={r}/model.ckpt-9"], "training run's directory"),
+]
+DEFAULTS = {
+    "t2t-train": ["--problem=test_identity_small", "--model=transformer",
+                  "--hparams_set=transformer_test", "--data_dir={d}", "--output_dir={o}",
+                  "--train_steps=1", f"--hparams={HPARAMS}"],
+    "t2t-datagen": ["--problem=test_identity_small"],
+    "t2t-export": ["--output_dir={r}"],
+    "t2t-decode": ["--decode_from_file={f}"],
+    "t2t-avg-checkpoints": ["--checkpoints={r}/model.ckpt-2"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("binary", "flags", "expected"), BAD_INPUTS)
+def test_bad_input_is_one_line_and_exit_1(binary, flags, expected, tmp_path, small_data):
+    regular = tmp_path / "a_file"
+    regular.write_text("x\n")
+    run = tmp_path / "run"
+    if binary in ("t2t-export", "t2t-avg-checkpoints"):
+        make_trainer(small_data, str(run), steps=2).train()
+    names = {"f": str(regular), "r": str(run), "d": small_data, "o": str(tmp_path / "out")}
+    given = [flag.format(**names) for flag in flags]
+    keys = {flag.split("=")[0] for flag in given}
+    defaults = [f.format(**names) for f in DEFAULTS[binary] if f.split("=")[0] not in keys]
+    result = run_binary(binary, *defaults, *given)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"{binary}: error: ") and expected.format(**names) in last
