@@ -13,6 +13,7 @@ at once cannot both get it; elsewhere it is written through tf.io.gfile and
 read back, which is as close as those filesystems allow.
 """
 
+import atexit
 import json
 import os
 import time
@@ -94,6 +95,7 @@ class RunLock:
             raise RunLockedError(f"{self.directory!r}: another trainer took {self.path} first")
         self.held = True
         self._beat = time.time()
+        atexit.register(self.release)  # also when set-up fails after this point
 
     def _write(self, fresh: bool) -> None:
         record = self._record()
