@@ -93,47 +93,42 @@ COPY_HPARAMS = (
 COPY_STEPS = 800
 
 
+def train_to_plateau(root, problem_name: str, seed: int, eval_every: int) -> tuple[str, str]:
+    """A tiny Transformer trained COPY_STEPS steps on problem_name -> (data_dir, run_dir).
+
+    The only learning assertion of the fixtures: dev sequence accuracy >= 0.9.
+    """
+    from t2t_lite import experiment
+    from t2t_lite.training import trainer
+
+    exp = experiment.Experiment.resolve(
+        "transformer", problem_name, "transformer_algorithmic_tiny", COPY_HPARAMS
+    )
+    config = trainer.TrainConfig(
+        train_steps=COPY_STEPS, local_eval_frequency=eval_every, random_seed=seed
+    )
+    results = trainer.train(exp, str(root / "data"), str(root / "run"), config)
+    accuracy = results["dev"]["sequence_accuracy"]
+    assert accuracy >= 0.9, f"{problem_name} fixture did not plateau: dev seq-acc {accuracy}"
+    return str(root / "data"), str(root / "run")
+
+
 @pytest.fixture(scope="session")
 def copy_run(tmp_path_factory, train_seed):
     """A Transformer trained on test_identity_small to a plateau (~30 s).
 
     Checkpoints at steps 200, 400, 600 and 800. Returns (data_dir, run_dir).
     Tests of decoding and export compare against the model's own decodes;
-    only the guard below asserts how well it learned, with a wide margin.
+    only the fixture's guard asserts how well it learned, with a wide margin.
     """
-    from t2t_lite import experiment
-    from t2t_lite.training import trainer
-
-    root = tmp_path_factory.mktemp("copy")
-    exp = experiment.Experiment.resolve(
-        "transformer", "test_identity_small", "transformer_algorithmic_tiny", COPY_HPARAMS
-    )
-    config = trainer.TrainConfig(
-        train_steps=COPY_STEPS, local_eval_frequency=200, random_seed=train_seed
-    )
-    results = trainer.train(exp, str(root / "data"), str(root / "run"), config)
-    accuracy = results["dev"]["sequence_accuracy"]
-    assert accuracy >= 0.9, f"copy fixture did not plateau: dev sequence accuracy {accuracy}"
-    return str(root / "data"), str(root / "run")
+    return train_to_plateau(tmp_path_factory.mktemp("copy"), "test_identity_small", train_seed, 200)
 
 
 @pytest.fixture(scope="session")
 def reverse_run(tmp_path_factory, train_seed):
     """A Transformer trained on test_reverse_small to a plateau. Returns the run dir."""
-    from t2t_lite import experiment
-    from t2t_lite.training import trainer
-
     root = tmp_path_factory.mktemp("reverse")
-    exp = experiment.Experiment.resolve(
-        "transformer", "test_reverse_small", "transformer_algorithmic_tiny", COPY_HPARAMS
-    )
-    config = trainer.TrainConfig(
-        train_steps=COPY_STEPS, local_eval_frequency=COPY_STEPS, random_seed=train_seed
-    )
-    results = trainer.train(exp, str(root / "data"), str(root / "run"), config)
-    accuracy = results["dev"]["sequence_accuracy"]
-    assert accuracy >= 0.9, f"reverse fixture did not plateau: dev sequence accuracy {accuracy}"
-    return str(root / "run")
+    return train_to_plateau(root, "test_reverse_small", train_seed, COPY_STEPS)[1]
 
 
 def run_binary(name: str, *args: str) -> subprocess.CompletedProcess:
