@@ -12,12 +12,19 @@ from absl import logging
 HOST = socket.gethostname()
 
 
+def write_bytes_atomically(path: str, data: bytes) -> None:
+    """Writes data to path (any TF filesystem) through a temporary file renamed into place."""
+    directory = os.path.dirname(path)
+    if directory:
+        tf.io.gfile.makedirs(directory)
+    with tf.io.gfile.GFile(path + ".tmp", "wb") as f:
+        f.write(data)
+    tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+
+
 def write_atomically(path: str, text: str) -> None:
-    """Writes text to path through a temporary file renamed into place."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(path + ".tmp", path)
+    """Writes UTF-8 text to path through a temporary file renamed into place."""
+    write_bytes_atomically(path, text.encode("utf-8"))
 
 
 def _reason(err: Exception) -> str:

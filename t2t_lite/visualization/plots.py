@@ -1,10 +1,10 @@
 """Pictures (PNG, via matplotlib, the `viz` extra) of maps, ponder times and results."""
 
 import io
-import os
 
 import numpy as np
-import tensorflow as tf
+
+from t2t_lite import files
 
 INSTALL_HINT = "plotting needs matplotlib: pip install -e '.[viz]' (or pip install matplotlib)"
 
@@ -39,10 +39,7 @@ def save(figure, path: str) -> None:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
     pyplot().close(figure)
-    tf.io.gfile.makedirs(os.path.dirname(path) or ".")
-    with tf.io.gfile.GFile(path + ".tmp", "wb") as f:
-        f.write(buffer.getvalue())
-    tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+    files.write_bytes_atomically(path, buffer.getvalue())
 
 
 def _label_axes(axis, queries: list[str], keys: list[str], fontsize: float) -> None:

@@ -29,12 +29,6 @@ def read_inputs(inputs: list[str], from_file: str, max_examples: int) -> tuple[l
     return lines[:max_examples], from_file
 
 
-def _write_bytes(path: str, data: bytes) -> None:
-    with tf.io.gfile.GFile(path + ".tmp", "wb") as f:
-        f.write(data)
-    tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
-
-
 def write_example(
     found: inspection.Inspection, directory: str, prefix: str, heads: str
 ) -> list[str]:
@@ -52,13 +46,13 @@ def write_example(
         plots.save(figure, base + ".png")
         buffer = io.BytesIO()
         np.savez(buffer, **arrays)
-        _write_bytes(base + ".npz", buffer.getvalue())
+        files.write_bytes_atomically(base + ".npz", buffer.getvalue())
         written += [base + ".png", base + ".npz"]
     if found.ponder:
         record = inspection.ponder_record(found)
         base = os.path.join(directory, f"{prefix}_ponder")
         plots.save(plots.ponder_figure(record, f"ponder time of {text!r}"), base + ".png")
-        _write_bytes(base + ".json", json.dumps(record, indent=1).encode("utf-8"))
+        files.write_bytes_atomically(base + ".json", json.dumps(record, indent=1).encode("utf-8"))
         written += [base + ".png", base + ".json"]
     return written
 
