@@ -17,6 +17,8 @@ def uncached_step_fn(model: keras.Model, max_length: tf.Tensor):
     `index` writes the previous id at index - 1 and a placeholder (EOS) at
     index, so ACT treats the position as real, decodes all T positions
     (causality makes later ones irrelevant) and returns the logits at index.
+    A chosen PAD id is padding to the teacher-forced pass (halted under ACT),
+    unlike the cached step, so the two agree on outputs without PAD.
     """
 
     def init_cache(encoded: tf.Tensor, encoder_bias: tf.Tensor) -> dict:
