@@ -108,37 +108,54 @@ def test_bad_distribution_settings_are_clear(monkeypatch):
 
 # Two logical CPUs must be configured before TensorFlow starts, so this runs
 # in a fresh process: a mirrored step over the two halves of a global batch
-# against a default-strategy step on the whole batch.
+# against a default-strategy step on the whole batch, for the trainer's Adam
+# and for SGD (whose update is lr times the applied gradient), with clipping
+# on and under fp16 loss scaling.
 MIRRORED = """
 import json, sys
+import keras
 import numpy as np
 import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 import test_scale_out as t
-from t2t_lite.training import steps
+from t2t_lite.training import schedules, steps
+
+class SGD(schedules.SummedGradients, keras.optimizers.SGD):
+    pass
 
 batch = t.union(t.random_batch(1, 4, 6), t.random_batch(2, 4, 6))  # 8 rows
-results = {}
-for name in ("default", "mirrored"):
-    if name == "default":
-        strategy = tf.distribute.get_strategy()
-        model, optimizer, step = t.fresh_state()
-        distributed = batch
-    else:
-        strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+CASES = [("adam", "none", 0.0), ("sgd", "none", 0.05), ("sgd", "fp16", 0.05)]
+for optimizer_name, precision, clip in CASES:
+    results = {}
+    for name in ("default", "mirrored"):
+        if name == "default":
+            strategy = tf.distribute.get_strategy()
+            distributed = batch
+        else:
+            strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+            distributed = strategy.experimental_distribute_values_from_function(
+                lambda ctx: {k: v[ctx.replica_id_in_sync_group * 4:][:4] for k, v in batch.items()}
+            )
         with strategy.scope():
-            model, optimizer, step = t.fresh_state()
-        distributed = strategy.experimental_distribute_values_from_function(
-            lambda ctx: {k: v[ctx.replica_id_in_sync_group * 4:][:4] for k, v in batch.items()}
-        )
-    train_step = steps.make_train_step(model, optimizer, strategy, 0.1, step)
-    loss, weight, _, _ = train_step((distributed,))
-    results[name] = (float(loss), float(weight), [v.numpy() for v in model.trainable_variables])
-(la, wa, va), (lb, wb, vb) = results["default"], results["mirrored"]
-diff = max(float(np.abs(a - b).max()) for a, b in zip(va, vb))
-print(json.dumps({"loss": [la, lb], "weight": [wa, wb], "max_weight_diff": diff,
-                  "replicas": strategy.num_replicas_in_sync}))
+            model, optimizer, step = t.fresh_state(precision)
+            if optimizer_name == "sgd":
+                optimizer = SGD(learning_rate=0.5)
+                if precision == "fp16":
+                    optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+                optimizer.build(model.trainable_variables)
+        start = [v.numpy() for v in model.trainable_variables]
+        train_step = steps.make_train_step(model, optimizer, strategy, 0.1, step, clip_grad_norm=clip)
+        loss, weight, norm, _ = train_step((distributed,))
+        update = [v.numpy() - s for v, s in zip(model.trainable_variables, start)]
+        results[name] = (float(loss), float(weight), float(norm), update)
+    (la, wa, na, ua), (lb, wb, nb, ub) = results["default"], results["mirrored"]
+    scale = max(float(np.abs(u).max()) for u in ua)
+    diff = max(float(np.abs(a - b).max()) for a, b in zip(ua, ub))
+    update_norm = [float(np.sqrt(sum(float((u ** 2).sum()) for u in us))) for us in (ua, ub)]
+    print(json.dumps({"case": [optimizer_name, precision, clip], "loss": [la, lb],
+                      "weight": [wa, wb], "grad_norm": [na, nb], "update_norm": update_norm,
+                      "update_diff": diff / scale, "abs_diff": diff, "replicas": strategy.num_replicas_in_sync}))
 """
 
 
@@ -154,16 +171,31 @@ def run_python(code: str, env_extra: dict | None = None, timeout: int = 300):
     )
 
 
-def test_a_mirrored_step_over_two_devices_equals_a_single_device_step():
+def test_a_mirrored_step_equals_a_single_device_step_with_clipping_and_fp16():
     process = run_python(MIRRORED)
     out, err = process.communicate(timeout=300)
     assert process.returncode == 0, err[-3000:]
-    result = json.loads(out.strip().splitlines()[-1])
-    assert result["replicas"] == 2
-    assert result["weight"][0] == result["weight"][1]
-    # Tolerance: float32 sums in another order (per-replica partial sums).
-    assert result["loss"][0] == pytest.approx(result["loss"][1], rel=1e-5)
-    assert result["max_weight_diff"] < 1e-5
+    results = [json.loads(line) for line in out.strip().splitlines() if line.startswith("{")]
+    assert len(results) == 3
+    for result in results:
+        optimizer_name, precision, clip = result["case"]
+        # Tolerances: float32 sums in another order (per-replica partial sums),
+        # weights equal to rounding; float16 activations computed on 4 rows
+        # rather than 8, updates equal to 1% of the largest.
+        rel = 1e-5 if precision == "none" else 1e-2
+        assert result["replicas"] == 2
+        assert result["weight"][0] == result["weight"][1]
+        assert result["loss"][0] == pytest.approx(result["loss"][1], rel=rel)
+        # The logged norm is the global norm of the reduced gradient on both.
+        assert result["grad_norm"][0] == pytest.approx(result["grad_norm"][1], rel=rel)
+        if precision == "none":
+            assert result["abs_diff"] < 1e-6, result
+        else:
+            assert result["update_diff"] < rel, result
+        if optimizer_name == "sgd":  # clipped to the global norm: |update| = lr * clip
+            assert result["grad_norm"][0] > 2 * clip  # clipping acted
+            for update_norm in result["update_norm"]:
+                assert update_norm == pytest.approx(0.5 * clip, rel=max(rel, 1e-4))
 
 
 WORKER = """

@@ -15,6 +15,7 @@ class PonderStats(NamedTuple):
     n_updates: tf.Tensor  # [B, L] steps that updated the position (0 at padding)
     remainders: tf.Tensor  # [B, L] weight R given at the halting step (0 at padding)
     steps: tf.Tensor  # [] int32, loop trips executed (compute actually spent)
+    weight_sums: tf.Tensor  # [B, L] float32 sum of the step weights: 1 (0 at padding)
 
     def ponder_time(self) -> tf.Tensor:
         """N + R per position [B, L]: the quantity the ponder cost penalises."""
@@ -129,9 +130,9 @@ class AdaptiveComputationTime(keras.layers.Layer):
         carry = self._initial_carry(state, tf.ones(tf.shape(state)[:2]))
         for step in range(1, self.max_steps + 1):
             carry = self._advance(step, step_fn(carry[0], step), *carry)
-        _, output, _, remainders, n_updates, _ = carry
+        _, output, weight_sums, remainders, n_updates, _ = carry
         steps = tf.cast(tf.reduce_max(n_updates), tf.int32)
-        return output, PonderStats(n_updates, remainders, steps)
+        return output, PonderStats(n_updates, remainders, steps, weight_sums)
 
     def apply(
         self,
@@ -155,10 +156,10 @@ class AdaptiveComputationTime(keras.layers.Layer):
         def cond(step, state, output, accumulated, remainders, n_updates, running):
             return tf.logical_and(step < self.max_steps, tf.reduce_any(running > 0))
 
-        step, _, output, _, remainders, n_updates, _ = tf.while_loop(
+        step, _, output, weight_sums, remainders, n_updates, _ = tf.while_loop(
             cond,
             body,
             (tf.constant(0), *self._initial_carry(state, nonpadding)),
             maximum_iterations=self.max_steps,
         )
-        return output, PonderStats(n_updates, remainders, step)
+        return output, PonderStats(n_updates, remainders, step, weight_sums)

@@ -59,8 +59,9 @@ class SharedEmbedding(keras.layers.Layer):
         """x [B, T, C] -> float32 logits [B, T, V]."""
         if not self.built:
             self.build()
-        w = tf.cast(self.weights_matrix, x.dtype)
-        return tf.cast(tf.einsum("btc,vc->btv", x, w), tf.float32)  # [B, T, V]
+        # In float32 under mixed precision too: the softmax's inputs keep full precision.
+        w = tf.cast(self.weights_matrix, tf.float32)
+        return tf.einsum("btc,vc->btv", tf.cast(x, tf.float32), w)  # [B, T, V]
 
     def call(self, ids):
         return self.embed(ids)

@@ -31,14 +31,39 @@ class RsqrtWarmup(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
+class SummedGradients:
+    """Optimizer mixin: gradients arrive already summed over replicas.
+
+    Keras's TensorFlow optimizers all-reduce inside `apply`, after clipping
+    and, under LossScaleOptimizer, after the finiteness check, so both would
+    see one replica's gradient. `steps.make_train_step` all-reduces once
+    itself, before either; this hook keeps Keras from reducing again.
+    """
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        return list(grads_and_vars)
+
+
+if not hasattr(keras.optimizers.Adam, "_all_reduce_sum_gradients"):  # pragma: no cover
+    raise ImportError(
+        "this Keras has no Optimizer._all_reduce_sum_gradients; t2t_lite's explicit "
+        "gradient all-reduce needs it (Keras 3 with the TensorFlow backend)"
+    )
+
+
+class Adam(SummedGradients, keras.optimizers.Adam):
+    """Keras's Adam over gradients that the train step has all-reduced."""
+
+
 def make_optimizer(hp) -> keras.optimizers.Optimizer:
-    """Adam with the warmup/rsqrt schedule and optional global-norm clipping."""
-    return keras.optimizers.Adam(
+    """Adam with the warmup/rsqrt schedule. Clipping (hp.clip_grad_norm) is the
+    train step's: it clips the all-reduced gradient, which Keras cannot.
+    """
+    return Adam(
         learning_rate=RsqrtWarmup(
             hp.learning_rate_constant, hp.learning_rate_warmup_steps, hp.hidden_size
         ),
         beta_1=hp.optimizer_adam_beta1,
         beta_2=hp.optimizer_adam_beta2,
         epsilon=hp.optimizer_adam_epsilon,
-        global_clipnorm=hp.clip_grad_norm or None,
     )

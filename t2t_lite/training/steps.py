@@ -45,17 +45,29 @@ def make_train_step(
     step: tf.Variable,
     xla_compile: bool = False,
     accumulation_steps: int = 1,
+    clip_grad_norm: float = 0.0,
 ):
     """A compiled step: k distributed micro-batches -> (loss sum, tokens, grad norm, metrics).
 
-    Gradients of the k micro-batches are summed and applied once, the loss
-    normalised by the global count of non-pad target tokens over all of them:
-    the update equals one step on their union. metrics are the model's
-    auxiliary outputs (e.g. ponder time), averaged over replicas and
+    Each replica sums the gradients of its k micro-batches; the sum is
+    all-reduced once over replicas, then unscaled (fp16), clipped to
+    `clip_grad_norm` (0: off), checked for finiteness and applied once, so a
+    step on N replicas is the step on their union of examples on one device.
+    The loss is normalised by the global count of non-pad target tokens.
+    grad norm: the global norm of that reduced, unscaled gradient before
+    clipping (0 for an fp16 step skipped as non-finite). metrics are the
+    model's auxiliary outputs (e.g. ponder time), averaged over replicas and
     micro-batches, plus "aux_loss" when the model adds a loss of its own.
     """
     replicas = float(strategy.num_replicas_in_sync)
     scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+    inner = optimizer.inner_optimizer if scaled else optimizer
+    if not isinstance(inner, schedules.SummedGradients):
+        raise TypeError(
+            f"{type(inner).__name__} would all-reduce gradients a second time; "
+            "use an optimizer with schedules.SummedGradients"
+        )
+    variables = model.trainable_variables
 
     def loss_and_gradients(batch, global_weight):
         with tf.GradientTape() as tape:
@@ -68,13 +80,13 @@ def make_train_step(
             if extra is not None:  # e.g. ACT's ponder cost, a per-replica mean
                 loss += extra / (replicas * accumulation_steps)
                 metrics["aux_loss"] = extra
-            if scaled:  # fp16: gradients of the scaled loss; apply_gradients unscales
+            if scaled:  # fp16: gradients of the scaled loss
                 loss = optimizer.scale_loss(loss)
-        grads = tape.gradient(loss, model.trainable_variables)
+        grads = [tf.convert_to_tensor(g) for g in tape.gradient(loss, variables)]
         return loss_sum, grads, metrics
 
-    # XLA covers forward and backward; the optimizer update stays outside the
-    # compiled function, where distribution strategies can merge across replicas.
+    # XLA covers forward and backward; the reduction and the update stay
+    # outside the compiled function, where strategies merge across replicas.
     compiled = tf.function(loss_and_gradients, jit_compile=xla_compile)
 
     def replica_step(batches):
@@ -88,13 +100,8 @@ def make_train_step(
             grads = [g + h for g, h in zip(grads, more_grads, strict=True)]
             metrics = {key: metrics[key] + more_metrics[key] for key in metrics}
         metrics = {key: value / len(batches) for key, value in metrics.items()}
-        grad_norm = tf.linalg.global_norm(grads)
-        if scaled:
-            # Report the unscaled norm; an overflowing step is skipped by the
-            # optimizer (and its scale lowered), so it is not an error here.
-            grad_norm /= tf.cast(optimizer.dynamic_scale, grad_norm.dtype)
-            grad_norm = tf.where(tf.math.is_finite(grad_norm), grad_norm, 0.0)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+        grads = context.all_reduce(SUM, grads)  # the same gradient on every replica
+        grad_norm = apply_update(optimizer, grads, variables, clip_grad_norm)
         return loss_sum, weight, grad_norm, metrics
 
     # With several micro-batches, each of its own bucket shape, traced
@@ -107,9 +114,36 @@ def make_train_step(
         return (
             strategy.reduce(SUM, loss_sum, axis=None),
             strategy.reduce(SUM, weight, axis=None),
-            # Mean of per-replica norms: exact on one replica; NaN if any is.
-            strategy.reduce(mean, grad_norm, axis=None),
+            strategy.experimental_local_results(grad_norm)[0],  # equal on every replica
             {key: strategy.reduce(mean, value, axis=None) for key, value in metrics.items()},
         )
 
     return train_step
+
+
+def apply_update(
+    optimizer: keras.optimizers.Optimizer,
+    grads: list[tf.Tensor],
+    variables: list,
+    clip_grad_norm: float,
+) -> tf.Tensor:
+    """Clips and applies an all-reduced gradient -> its unscaled norm before clipping.
+
+    Under fp16 `grads` are of the scaled loss: they are unscaled first
+    (exactly: the dynamic scale is a power of two), and LossScaleOptimizer
+    skips the update and halves its scale when they are not finite, a
+    decision every replica now takes on the same values.
+    """
+    scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+    if scaled:
+        scale = tf.cast(optimizer.dynamic_scale, tf.float32)
+        grads = [g / scale for g in grads]
+    norm = tf.linalg.global_norm(grads)
+    if clip_grad_norm > 0:  # a non-finite norm makes every entry NaN: skipped under fp16
+        grads, _ = tf.clip_by_global_norm(grads, clip_grad_norm, use_norm=norm)
+    if scaled:
+        # LossScaleOptimizer unscales what it is given; hand it the scaled values.
+        optimizer.apply([g * scale for g in grads], variables)
+        return tf.where(tf.math.is_finite(norm), norm, 0.0)
+    optimizer.apply(grads, variables)
+    return norm

@@ -135,6 +135,7 @@ class Trainer:
             self.step,
             config.xla_compile,
             config.accumulation_steps,
+            self.hp.clip_grad_norm,
         )
         self._eval_writers: dict[str, tf.summary.SummaryWriter] = {}
         self._bleu = evaluation.BleuEvaluation(self.model, self.problem, config.eval_bleu_examples)

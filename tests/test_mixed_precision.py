@@ -1,0 +1,77 @@
+"""Mixed precision: float32 logits, and the UT and ACT trained and decoded in fp16 and bf16."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from test_cached_decoding import INPUTS, REAL, TARGETS, cached_logits
+from test_scale_out import random_batch
+
+from t2t_lite import experiment
+from t2t_lite.layers import embedding, masks
+from t2t_lite.training import steps
+
+POLICIES = {"fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
+# Cached decoding against teacher forcing: the same math on [B, 1] slices
+# rather than [B, T], each rounded to the compute dtype (unit roundoff 2^-11
+# for float16, 2^-8 for bfloat16) over a few layers and steps. On x86 CPUs
+# the two agreed exactly, or to 5e-4 (fp16, oneDNN off); GPU kernels may
+# round otherwise. A caching bug shows as differences of order 1.
+CACHED_ATOL = {"fp16": 2e-2, "bf16": 1e-1}
+
+
+@pytest.mark.parametrize("precision", sorted(POLICIES))
+def test_logits_are_float32_values_under_mixed_precision(precision):
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(POLICIES[precision])
+    try:
+        layer = embedding.SharedEmbedding(50, 16)
+        layer.build()
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+    assert layer.compute_dtype != "float32"
+    x = tf.cast(tf.random.stateless_normal([2, 3, 16], seed=(1, 2)), layer.compute_dtype)
+    logits = layer.logits(x)
+    assert logits.dtype == tf.float32
+    # The float32 product of the same (low-precision) inputs and float32
+    # weights; a product in the compute dtype would be off by ~1e-3 relative.
+    expected = np.einsum("btc,vc->btv", x.numpy().astype(np.float32), layer.weights_matrix.numpy())
+    np.testing.assert_allclose(logits.numpy(), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("precision", sorted(POLICIES))
+@pytest.mark.parametrize(
+    "hparams_set", ["universal_transformer_test", "adaptive_universal_transformer_test"]
+)
+def test_universal_transformers_train_and_decode_under_mixed_precision(precision, hparams_set):
+    exp = experiment.Experiment.resolve("universal_transformer", "test_identity_small", hparams_set)
+    keras.utils.set_random_seed(3)
+    model, optimizer, step = steps.build_training_state(exp, 12, precision)
+    assert model.embedding.compute_dtype == {"fp16": "float16", "bf16": "bfloat16"}[precision]
+    train_step = steps.make_train_step(
+        model, optimizer, tf.distribute.get_strategy(), 0.1, step, clip_grad_norm=1.0
+    )
+    for seed in range(3):
+        batch = random_batch(seed, 4, 6)
+        loss, weight, grad_norm, metrics = train_step((batch,))
+        assert np.isfinite(float(loss)) and float(weight) > 0 and np.isfinite(float(grad_norm))
+        assert all(np.isfinite(float(v)) for v in metrics.values())
+
+    batch = random_batch(7, 4, 6)
+    logits, _ = model.forward(batch)
+    assert logits.dtype == tf.float32 and np.isfinite(logits.numpy()).all()
+    if exp.hparams.adaptive:
+        # Each real position's halting weights sum to 1; padding has none.
+        encoded, bias, encoder_stats = model.encode_with_stats(batch["inputs"])
+        _, decoder_stats = model.decode_with_stats(batch["targets"], encoded, bias)
+        for stats, ids in ((encoder_stats, batch["inputs"]), (decoder_stats, batch["targets"])):
+            real = masks.padding_mask(ids).numpy() > 0
+            sums = stats.weight_sums.numpy()
+            np.testing.assert_allclose(sums[real], 1.0, atol=1e-6)
+            np.testing.assert_array_equal(sums[~real], 0.0)
+            assert (stats.remainders.numpy()[real] > 0).all()
+
+    encoded, bias = model.encode(INPUTS)
+    full = model.decode(TARGETS, encoded, bias).numpy()
+    cached = cached_logits(model).numpy()
+    np.testing.assert_allclose(cached[REAL], full[REAL], atol=CACHED_ATOL[precision])
