@@ -15,6 +15,8 @@ import time
 
 from absl import app, flags
 
+from t2t_lite import sequences
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 FLAGS = flags.FLAGS
@@ -78,15 +80,13 @@ def main(argv):
     import common
     import tensorflow as tf
 
-    from t2t_lite import experiment
-    from t2t_lite.data import problem
+    from t2t_lite import checkpoints, experiment
     from t2t_lite.decoding import search
-    from t2t_lite.training import checkpoints
 
     max_length = FLAGS.input_length + FLAGS.extra_length
     rng = tf.random.Generator.from_seed(1)
     inputs = rng.uniform([FLAGS.batch_size, FLAGS.input_length], 2, FLAGS.vocab_size, tf.int32)
-    no_eos = tf.one_hot(problem.EOS_ID, FLAGS.vocab_size) * search.NEG  # [V]
+    no_eos = tf.one_hot(sequences.EOS_ID, FLAGS.vocab_size) * search.NEG  # [V]
     for family in FLAGS.families:
         model_name, hparams_set = family.split(":")
         exp = experiment.Experiment.resolve(

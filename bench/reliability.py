@@ -43,8 +43,9 @@ def check_artefacts(run_dir: str) -> list[str]:
     """What in run_dir does not read back (empty if all is well)."""
     import tensorflow as tf
 
+    from t2t_lite import checkpoints
     from t2t_lite import experiment as experiment_lib
-    from t2t_lite.training import checkpoints, trainer
+    from t2t_lite.training import trainer
 
     problems = []
     if not os.path.exists(os.path.join(run_dir, experiment_lib.EXPERIMENT_FILE)):

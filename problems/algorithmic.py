@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from t2t_lite import sequences
 from t2t_lite.data import graph_tokenizer, problem
 
 NUM_RESERVED_IDS = 2  # PAD, EOS
@@ -74,7 +75,7 @@ class AlgorithmicProblem(problem.Problem):
         symbols = self.symbols()
         words = []
         for i in ids:
-            if i == problem.EOS_ID:
+            if i == sequences.EOS_ID:
                 break
             if i >= NUM_RESERVED_IDS:
                 words.append(symbols[i - NUM_RESERVED_IDS])

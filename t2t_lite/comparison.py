@@ -109,7 +109,7 @@ def run(
 
 def _finished(run_dir: str, train_steps: int) -> dict | None:
     """The metrics of a run that already reached train_steps, else None."""
-    path = os.path.join(run_dir, trainer.METRICS_FILE)
+    path = os.path.join(run_dir, run_dir.METRICS_FILE)
     if not os.path.exists(path):
         return None
     with open(path, encoding="utf-8") as f:

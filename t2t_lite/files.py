@@ -115,3 +115,33 @@ def strict_json(data: dict) -> str:
         return value
 
     return json.dumps(clean(data), indent=2, sort_keys=True, allow_nan=False)
+
+
+def read_lines(path: str, errors: list[str] | None = None) -> list[str]:
+    """A UTF-8 text file's lines without line ends, through tf.io.gfile.
+
+    A leading byte-order mark is dropped (an encoding marker, not text). A
+    line that is not UTF-8 raises ValueError naming file and line; given an
+    `errors` list, it becomes "" and that message is appended instead.
+    """
+    if tf.io.gfile.isdir(path):
+        raise ValueError(f"{path}: a directory, not a text file")
+    if not tf.io.gfile.exists(path):
+        raise FileNotFoundError(f"{path}: no such file")
+    with tf.io.gfile.GFile(path, "rb") as f:
+        data = f.read()
+    lines = []
+    chunks = data.split(b"\n")
+    if chunks[-1] == b"":  # the last line's end, or an empty file
+        chunks.pop()
+    for number, raw in enumerate(chunks, start=1):
+        try:
+            line = raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError as err:
+            message = f"{path}:{number}: not valid UTF-8 ({err.reason})"
+            if errors is None:
+                raise ValueError(message) from None
+            errors.append(message)
+            line = ""
+        lines.append(line.removeprefix("\ufeff") if number == 1 else line)
+    return lines

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite import hparams, registry
+from t2t_lite import checkpoints, hparams, registry
 from t2t_lite.models import transformer_hparams  # noqa: F401 (registers sets)
-from t2t_lite.training import averaging, checkpoints
+from t2t_lite.training import averaging
 
 VOCAB = 12
 

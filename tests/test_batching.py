@@ -1,5 +1,6 @@
 import pytest
 
+from t2t_lite import sequences
 from t2t_lite.data import batching, problem
 
 
@@ -8,7 +9,7 @@ from t2t_lite.data import batching, problem
     [(41, [8, 16, 32, 48]), (401, [8, 16, 32, 64, 128, 256, 408]), (8, [8]), (5, [8])],
 )
 def test_bucket_lengths_by_hand(max_length, expected):
-    assert batching.bucket_lengths(max_length) == expected
+    assert sequences.bucket_lengths(max_length) == expected
 
 
 def test_batch_sizes_by_hand():
@@ -19,7 +20,7 @@ def test_batch_sizes_by_hand():
 def test_train_batches_respect_token_budget_and_buckets(small_data):
     prob = problem.get("test_identity_small")
     budget = 64
-    lengths = batching.bucket_lengths(7)
+    lengths = sequences.bucket_lengths(7)
     for batch in prob.dataset(small_data, "train", budget, max_length=7, seed=1).take(30):
         b, s = batch["inputs"].shape
         assert batch["targets"].shape == (b, s)

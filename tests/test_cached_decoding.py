@@ -7,7 +7,7 @@ import tensorflow as tf
 from test_transformer import tiny_model
 from test_universal_transformer import ut_model
 
-from t2t_lite.training import checkpoints
+from t2t_lite import checkpoints
 
 INPUTS = tf.constant([[3, 4, 5, 1, 0], [6, 1, 0, 0, 0]])
 TARGETS = tf.constant([[7, 8, 9, 10, 1], [9, 1, 0, 0, 0]])

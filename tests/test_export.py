@@ -13,6 +13,7 @@ from conftest import ROOT, run_binary
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow_serving.apis import predict_pb2
 
+from t2t_lite import sequences
 from t2t_lite.data import problem
 from t2t_lite.decoding import runner
 from t2t_lite.export import exporter, serving
@@ -107,7 +108,9 @@ def test_the_ids_signature_decodes_padded_ids(exported, in_process):
     answer = serve(exported, [("decode_ids", batch)])[0]
     expected = in_process(["3 1 2", "0", "1 0"])
     prob = problem.get("test_identity_small")
-    texts = [prob.decode_text([i for i in row if i > problem.EOS_ID]) for row in answer["outputs"]]
+    texts = [
+        prob.decode_text([i for i in row if i > sequences.EOS_ID]) for row in answer["outputs"]
+    ]
     assert texts == [text for text, _ in expected]
     assert answer["scores"] == pytest.approx([s for _, s in expected], abs=1e-4)
 

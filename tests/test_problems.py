@@ -4,7 +4,7 @@ import os
 import pytest
 
 from problems import algorithmic
-from t2t_lite import registry
+from t2t_lite import registry, sequences
 from t2t_lite.data import problem, tfrecord
 
 ALGORITHMIC = [n for n in registry.PROBLEMS.names() if n.startswith("algorithmic_")]
@@ -33,7 +33,7 @@ def test_ids_within_vocab_and_eos_terminated(name, tmp_path):
         assert len(examples) == prob.splits[split][0]
         for ex in examples:
             for ids in ex.values():
-                assert ids[-1] == problem.EOS_ID
+                assert ids[-1] == sequences.EOS_ID
                 assert all(2 <= i < prob.vocab_size for i in ids[:-1])
             assert len(ex["inputs"]) - 1 <= prob.split_length(split)
 

@@ -13,10 +13,10 @@ import pytest
 import tensorflow as tf
 from conftest import ROOT, run_binary
 
-from t2t_lite import experiment, files, run_lock
+from t2t_lite import checkpoints, experiment, files, run_lock
 from t2t_lite.data import problem, text_files
 from t2t_lite.decoding import runner
-from t2t_lite.training import averaging, checkpoints, trainer
+from t2t_lite.training import averaging, trainer
 
 HPARAMS = "batch_size=64,max_length=8,learning_rate_warmup_steps=10"
 
@@ -165,7 +165,7 @@ def test_nonsensical_learning_rates_are_refused(value):
 def test_user_files_byte_order_mark_empty_file_and_interactive_utf8(tmp_path, copy_run):
     path = tmp_path / "bom.tsv"
     path.write_bytes("\ufeffhallo\thello\nzwei\ttwo\n".encode())
-    assert text_files.read_lines(str(path)) == ["hallo\thello", "zwei\ttwo"]
+    assert files.read_lines(str(path)) == ["hallo\thello", "zwei\ttwo"]
     (tmp_path / "empty.tsv").write_text("\n\n")
     with pytest.raises(ValueError, match=r"empty.tsv: the file is empty"):
         list(text_files.read_pairs([str(tmp_path / "empty.tsv")]))

@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 from conftest import ROOT
 
-from t2t_lite import experiment
+from t2t_lite import experiment, sequences
 from t2t_lite.data import problem
 from t2t_lite.training import distribution, steps, trainer
 
@@ -33,7 +33,7 @@ def random_batch(seed: int, rows: int, length: int, vocab: int = VOCAB) -> dict[
     for key in ("inputs", "targets"):
         ids = rng.integers(2, vocab, size=[rows, length])
         lengths = rng.integers(1, length + 1, size=rows)
-        ids[np.arange(length)[None, :] >= lengths[:, None]] = problem.PAD_ID
+        ids[np.arange(length)[None, :] >= lengths[:, None]] = sequences.PAD_ID
         batch[key] = tf.constant(ids, tf.int32)
     return batch
 

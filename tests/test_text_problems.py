@@ -2,6 +2,7 @@
 
 import pytest
 
+from t2t_lite import sequences
 from t2t_lite.data import problem, subword, tfrecord
 
 GERMAN = ["ein Hund", "zwei Hunde", "eine Katze", "zwei Katzen", "der Fuchs 🦊 läuft"]
@@ -41,7 +42,7 @@ def test_a_50_line_corpus_becomes_a_vocabulary_and_records(tmp_path, caplog):
     records = [r for path in prob.filepaths(data_dir, "train") for r in tfrecord.read_records(path)]
     decoded = {(prob.decode_text(r["inputs"]), prob.decode_text(r["targets"])) for r in records}
     assert decoded == set(zip(sources, targets, strict=True))
-    assert all(r["inputs"][-1] == problem.EOS_ID for r in records)
+    assert all(r["inputs"][-1] == sequences.EOS_ID for r in records)
 
     fresh = problem.get("translate_from_files")  # another process: reads the saved vocabulary
     fresh.bind(data_dir)
@@ -200,7 +201,7 @@ def test_language_model_and_classification_shapes(tmp_path):
         tmp_path, "languagemodel_from_files", "the cat sat\n\nthe dog ran\n", "a cat ran\n", "txt"
     )
     assert counts == {"train": 2, "dev": 1}  # the empty line is skipped
-    assert all(r["inputs"] == [problem.EOS_ID] for r in records)
+    assert all(r["inputs"] == [sequences.EOS_ID] for r in records)
     assert {lm.decode_text(r["targets"]) for r in records} == {"the cat sat", "the dog ran"}
 
     clf, counts, records = configure_and_generate(

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite import experiment
-from t2t_lite.training import checkpoints, trainer
+from t2t_lite import checkpoints, experiment
+from t2t_lite.training import trainer
 
 HPARAMS = "batch_size=64,max_length=8,learning_rate_warmup_steps=10"
 

@@ -4,11 +4,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite import experiment, registry
+from t2t_lite import checkpoints, experiment, registry
 from t2t_lite.layers import embedding, masks
 from t2t_lite.models import transformer, transformer_hparams, universal_transformer
 from t2t_lite.models import universal_transformer_hparams as ut_hparams
-from t2t_lite.training import checkpoints
 
 UT_SETS = [
     n

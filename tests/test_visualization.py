@@ -9,12 +9,11 @@ import pytest
 import tensorflow as tf
 from conftest import run_binary
 
-from t2t_lite import registry
+from t2t_lite import checkpoints, registry
 from t2t_lite.data import problem
 from t2t_lite.decoding import runner as decoding
 from t2t_lite.layers import attention
 from t2t_lite.models import transformer, universal_transformer
-from t2t_lite.training import checkpoints
 from t2t_lite.visualization import curves, inspection, plots
 from t2t_lite.visualization import runner as visualize
 

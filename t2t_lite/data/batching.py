@@ -2,28 +2,7 @@
 
 import tensorflow as tf
 
-BUCKET_MULTIPLE = 8
-
-
-def _round_up(n: int, multiple: int = BUCKET_MULTIPLE) -> int:
-    return -(-n // multiple) * multiple
-
-
-def bucket_lengths(max_length: int) -> list[int]:
-    """Padded lengths of the buckets: multiples of 8, doubling, last >= max_length.
-
-    Few buckets keep the number of distinct batch shapes (and so compiled
-    steps) small: 4 for length 41, 7 for length 401.
-    """
-    lengths = []
-    length = BUCKET_MULTIPLE
-    while length < max_length:
-        lengths.append(length)
-        length *= 2
-    if not lengths or lengths[-1] < max_length:
-        last = _round_up(max_length)
-        lengths = [n for n in lengths if n < last] + [last]
-    return lengths
+from t2t_lite import sequences
 
 
 def example_length(example: dict[str, tf.Tensor]) -> tf.Tensor:
@@ -45,9 +24,9 @@ def bucket_by_tokens(
     """Batches examples (no longer than max_length) within a token budget.
 
     Both features of a batch are padded with 0 to the bucket's length, so
-    every batch has one of len(bucket_lengths(max_length)) sequence lengths.
+    every batch has one of len(sequences.bucket_lengths(max_length)) sequence lengths.
     """
-    lengths = bucket_lengths(max_length)
+    lengths = sequences.bucket_lengths(max_length)
     sizes = batch_sizes(lengths, tokens)
     return dataset.bucket_by_sequence_length(
         example_length,

@@ -8,17 +8,10 @@ from collections.abc import Iterator
 import numpy as np
 import tensorflow as tf
 
-from t2t_lite import registry
+from t2t_lite import registry, sequences
 from t2t_lite.data import batching, graph_tokenizer, tfrecord
 
-PAD_ID = 0
-EOS_ID = 1
 TRAIN = "train"
-
-
-def strip_eos(ids: list[int]) -> list[int]:
-    """A stored sequence without its final EOS."""
-    return ids[:-1] if ids and ids[-1] == EOS_ID else list(ids)
 
 
 def register(name: str):
@@ -108,7 +101,7 @@ class Problem(abc.ABC):
         for index, split in enumerate(sorted(self.splits)):
             rng = np.random.default_rng([seed, index])
             examples = (
-                {key: list(ids) + [EOS_ID] for key, ids in example.items()}
+                {key: sequences.with_eos(list(ids)) for key, ids in example.items()}
                 for example in self.generate_examples(split, rng)
             )
             counts[split] = tfrecord.write_shards(examples, self.filepaths(data_dir, split))

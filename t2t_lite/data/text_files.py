@@ -2,29 +2,12 @@
 
 from collections.abc import Iterator
 
-
-def read_lines(path: str) -> list[str]:
-    """The file's lines without line ends; invalid UTF-8 is an error naming file and line."""
-    lines = []
-    try:
-        with open(path, "rb") as f:
-            for number, raw in enumerate(f, start=1):
-                try:
-                    line = raw.decode("utf-8").rstrip("\r\n")
-                    # A byte-order mark is an encoding marker, not text.
-                    lines.append(line.removeprefix("\ufeff") if number == 1 else line)
-                except UnicodeDecodeError as err:
-                    raise ValueError(f"{path}:{number}: not valid UTF-8 ({err.reason})") from None
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ValueError(f"{path}: a directory, not a text file") from None
-    return lines
+from t2t_lite import files
 
 
 def read_nonempty(path: str) -> list[str]:
-    """read_lines of a file of the user's data, which must hold some text."""
-    lines = read_lines(path)
+    """files.read_lines of a file of the user's data, which must hold some text."""
+    lines = files.read_lines(path)
     if not any(line.strip() for line in lines):
         raise ValueError(f"{path}: the file is empty (no line with text)")
     return lines

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import numpy as np
 from absl import logging
 
+from t2t_lite import sequences
 from t2t_lite.data import graph_tokenizer, problem, subword, tfrecord
 
 
@@ -77,9 +78,9 @@ class Text2TextProblem(problem.Problem):
 
     def decode_text(self, ids: list[int]) -> str:
         ids = list(ids)
-        if problem.EOS_ID in ids:
-            ids = ids[: ids.index(problem.EOS_ID)]
-        return self.tokenizer.decode([i for i in ids if i != problem.PAD_ID])
+        if sequences.EOS_ID in ids:
+            ids = ids[: ids.index(sequences.EOS_ID)]
+        return self.tokenizer.decode([i for i in ids if i != sequences.PAD_ID])
 
     def graph_tokenizer(self, data_dir: str) -> graph_tokenizer.GraphTokenizer:
         if data_dir:
@@ -131,7 +132,7 @@ class Text2TextProblem(problem.Problem):
             if max(len(inputs), len(targets)) > self.max_sequence_length:
                 too_long += 1
                 continue
-            yield {"inputs": inputs + [problem.EOS_ID], "targets": targets + [problem.EOS_ID]}
+            yield {"inputs": sequences.with_eos(inputs), "targets": sequences.with_eos(targets)}
         if too_long:
             logging.info(
                 "%s %s: dropped %d pair(s) longer than %d subwords.",

@@ -2,6 +2,7 @@
 
 import sacrebleu
 
+from t2t_lite import sequences
 from t2t_lite.data import problem as problem_lib
 
 
@@ -23,5 +24,5 @@ def decoded_bleu(
     """BLEU of the best decoded hypotheses (Decoder.decode_ids' outputs for the
     examples' inputs) against the examples' targets, both detokenized."""
     hypotheses = [problem.decode_text(hyps[0][0]) for hyps in outputs]
-    references = [problem.decode_text(problem_lib.strip_eos(e["targets"])) for e in examples]
+    references = [problem.decode_text(sequences.strip_eos(e["targets"])) for e in examples]
     return corpus_bleu(hypotheses, references)

@@ -6,10 +6,9 @@ from collections.abc import Iterator
 import keras
 import numpy as np
 import tensorflow as tf
-from absl import logging
 
 from t2t_lite import hparams as hparams_lib
-from t2t_lite.data import batching, problem
+from t2t_lite import sequences
 from t2t_lite.decoding import search
 
 
@@ -72,7 +71,7 @@ class Decoder:
         hp = self.hp
         batch_size = tf.shape(inputs)[0]
         max_length = tf.shape(inputs)[1] + hp.extra_length + 1
-        symbols = tf.reduce_sum(tf.cast(inputs > problem.EOS_ID, tf.int32), axis=1)  # [B]
+        symbols = tf.reduce_sum(tf.cast(inputs > sequences.EOS_ID, tf.int32), axis=1)  # [B]
         limits = tf.repeat(symbols + hp.extra_length, hp.beam_size)  # [B*K] beam rows
         encoded, bias = self.model.encode(inputs)
         cache = self.model.init_cache(encoded, bias, max_length)
@@ -80,7 +79,7 @@ class Decoder:
         def step_fn(ids, index, cache):
             logits, cache = self.model.decode_step(ids, index, cache)
             vocab = tf.range(tf.shape(logits)[-1])
-            only_eos = tf.where(vocab == problem.EOS_ID, 0.0, search.NEG)  # [V]
+            only_eos = tf.where(vocab == sequences.EOS_ID, 0.0, search.NEG)  # [V]
             over = (index >= limits[: tf.shape(ids)[0]])[:, tf.newaxis]  # [N, 1]
             return tf.where(over, only_eos, logits), cache
 
@@ -105,7 +104,7 @@ class Decoder:
             ids, scores = ids.numpy(), scores.numpy()
             for row, index in enumerate(indices):
                 results[index] = [
-                    (_until_eos(ids[row, k]), float(scores[row, k]))
+                    (sequences.until_eos(ids[row, k]), float(scores[row, k]))
                     for k in range(self.hp.num_outputs)
                 ]
         for index, ids in enumerate(inputs):
@@ -120,33 +119,11 @@ class Decoder:
         for start in range(0, len(order), size):
             indices = order[start : start + size]
             longest = max(len(inputs[i]) for i in indices) + 1  # EOS
-            bucket = batching.BUCKET_MULTIPLE
-            while bucket < longest:  # doubling buckets: few distinct traced shapes
-                bucket *= 2
+            bucket = sequences.doubling_bucket(longest)  # few distinct traced shapes
             # Fixed rows: short batches are filled with empty inputs (EOS only).
             batch = np.zeros([size, bucket], np.int32)
-            batch[:, 0] = problem.EOS_ID
+            batch[:, 0] = sequences.EOS_ID
             for row, index in enumerate(indices):
                 ids = inputs[index]
-                batch[row, : len(ids) + 1] = [*ids, problem.EOS_ID]
+                batch[row, : len(ids) + 1] = sequences.with_eos(ids)
             yield indices, batch
-
-
-def _until_eos(ids: np.ndarray) -> list[int]:
-    """Ids before the first EOS (or PAD)."""
-    out = []
-    for i in ids.tolist():
-        if i in (problem.EOS_ID, problem.PAD_ID):
-            break
-        out.append(i)
-    return out
-
-
-def truncate(ids: list[int], limit: int, where: str) -> list[int]:
-    """ids cut to `limit` symbols, with a warning naming `where` (e.g. the line)."""
-    if len(ids) > limit:
-        logging.warning(
-            "%s: %d symbols, longer than max_input_length=%d; truncated", where, len(ids), limit
-        )
-        return ids[:limit]
-    return ids

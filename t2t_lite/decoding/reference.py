@@ -7,7 +7,7 @@ benchmark's reference and a test oracle for the cached `decode_step`.
 import keras
 import tensorflow as tf
 
-from t2t_lite.data import problem
+from t2t_lite import sequences
 
 
 def uncached_step_fn(model: keras.Model, max_length: tf.Tensor):
@@ -30,7 +30,7 @@ def uncached_step_fn(model: keras.Model, max_length: tf.Tensor):
         previous = tf.one_hot(index - 1, length, dtype=tf.int32)  # [T], zero at index 0
         current = tf.one_hot(index, length, dtype=tf.int32)  # [T]
         targets = cache["targets"] * (1 - previous) + ids[:, tf.newaxis] * previous  # [B, T]
-        placeholder = targets * (1 - current) + problem.EOS_ID * current  # [B, T]
+        placeholder = targets * (1 - current) + sequences.EOS_ID * current  # [B, T]
         logits = model.decode(placeholder, cache["encoded"], cache["encoder_bias"])  # [B, T, V]
         return tf.gather(logits, index, axis=1), {**cache, "targets": targets}
 

@@ -9,31 +9,12 @@ import keras
 import numpy as np
 from absl import logging
 
-from t2t_lite import experiment as experiment_lib
-from t2t_lite import files
+from t2t_lite import files, sequences
 from t2t_lite import hparams as hparams_lib
 from t2t_lite.data import problem as problem_lib
-from t2t_lite.data import text_files, tfrecord
+from t2t_lite.data import tfrecord
 from t2t_lite.decoding import bleu
 from t2t_lite.decoding import decoder as decoder_lib
-from t2t_lite.training import checkpoints
-
-
-def load(
-    output_dir: str, checkpoint_path: str = ""
-) -> tuple[problem_lib.Problem, keras.Model, str]:
-    """The problem and model a t2t-train run dir describes, with a checkpoint's weights."""
-    experiment = experiment_lib.Experiment.load(output_dir)
-    problem = experiment.build_problem()
-    problem.bind(output_dir)  # the vocabulary t2t-train saved there, if any
-    model = experiment.build_model(problem.vocab_size)
-    path = checkpoint_path or checkpoints.latest(output_dir)
-    if os.path.isdir(path):  # e.g. t2t-avg-checkpoints' output directory
-        path = checkpoints.latest(path)
-    if not os.path.exists(path + ".index"):
-        raise FileNotFoundError(f"--checkpoint_path: no checkpoint at {path!r}")
-    checkpoints.restore_model(model, path)
-    return problem, model, path
 
 
 def make_decoder(
@@ -54,7 +35,7 @@ def encode_lines(
         except ValueError as err:
             errors.append(f"{source}:{number}: {err}")
             ids = []
-        inputs.append(decoder_lib.truncate(ids, limit, f"{source}:{number}"))
+        inputs.append(sequences.truncate(ids, limit, f"{source}:{number}"))
     return inputs, errors
 
 
@@ -72,19 +53,6 @@ def format_hypotheses(
     return "\t".join(fields)
 
 
-def read_lines(path: str) -> tuple[list[str], list[str]]:
-    """A UTF-8 file's lines; a line that is not UTF-8 becomes "" with an error naming it."""
-    lines, errors = [], []
-    with open(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
-            try:
-                lines.append(raw.decode("utf-8").rstrip("\r\n"))
-            except UnicodeDecodeError:
-                errors.append(f"{path}:{number}: not valid UTF-8")
-                lines.append("")
-    return lines, errors
-
-
 def decode_file(
     decoder: decoder_lib.Decoder,
     problem: problem_lib.Problem,
@@ -97,7 +65,8 @@ def decode_file(
     outputs too and are returned as errors naming the line; the others are
     decoded and written regardless.
     """
-    lines, errors = read_lines(input_path)
+    errors: list[str] = []
+    lines = files.read_lines(input_path, errors)
     inputs, encode_errors = encode_lines(problem, lines, decoder.hp.max_input_length, input_path)
     errors += encode_errors
     outputs = decoder.decode_ids(inputs)
@@ -152,13 +121,13 @@ def decode_split(
     if missing:
         raise FileNotFoundError(f"{missing[0]} not found: run t2t-datagen for {problem.name}")
     examples = tfrecord.read_examples(paths, max_examples)
-    inputs = [problem_lib.strip_eos(e["inputs"]) for e in examples]
+    inputs = [sequences.strip_eos(e["inputs"]) for e in examples]
     outputs = decoder.decode_ids(inputs)
     correct = total = exact = 0
     for example, hypotheses in zip(examples, outputs, strict=True):
-        target = [*problem_lib.strip_eos(example["targets"]), problem_lib.EOS_ID]
-        predicted = [*hypotheses[0][0], problem_lib.EOS_ID]
-        matches = np.equal(target, (predicted + [problem_lib.PAD_ID] * len(target))[: len(target)])
+        target = sequences.with_eos(sequences.strip_eos(example["targets"]))
+        predicted = sequences.with_eos(hypotheses[0][0])
+        matches = np.equal(target, (predicted + [sequences.PAD_ID] * len(target))[: len(target)])
         correct += int(matches.sum())
         total += len(target)
         exact += int(predicted == target)
@@ -175,8 +144,8 @@ def decode_split(
 
 def file_bleu(output_path: str, reference_path: str) -> float:
     """BLEU of a decoded file's first column against a reference file, line by line."""
-    hypotheses = [line.split("\t")[0] for line in text_files.read_lines(output_path)]
-    references = text_files.read_lines(reference_path)
+    hypotheses = [line.split("\t")[0] for line in files.read_lines(output_path)]
+    references = files.read_lines(reference_path)
     if len(hypotheses) != len(references):
         raise ValueError(
             f"{output_path} has {len(hypotheses)} lines but --decode_reference "

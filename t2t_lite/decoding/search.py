@@ -11,10 +11,8 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
-from t2t_lite.data import problem
+from t2t_lite import sequences
 
-PAD_ID = problem.PAD_ID
-EOS_ID = problem.EOS_ID
 # Large and finite, so arithmetic on dead beams never makes NaN under fp16.
 NEG = -1e9
 
@@ -61,12 +59,12 @@ def sample(
     def body(index, ids, previous, scores, finished, cache):
         logits, cache = step_fn(previous, index, cache)
         chosen = _choose(logits, temperature, top_k, seed_tensor, index)
-        chosen = tf.where(finished, PAD_ID, chosen)
+        chosen = tf.where(finished, sequences.PAD_ID, chosen)
         log_probs = tf.nn.log_softmax(logits)  # [B, V]
         gained = tf.gather(log_probs, chosen, batch_dims=1)  # [B]
         scores += tf.where(finished, 0.0, gained)
         ids = _write_column(ids, chosen, index)
-        finished = tf.logical_or(finished, tf.equal(chosen, EOS_ID))
+        finished = tf.logical_or(finished, tf.equal(chosen, sequences.EOS_ID))
         return index + 1, ids, chosen, scores, finished, cache
 
     def cond(index, ids, previous, scores, finished, cache):
@@ -75,7 +73,7 @@ def sample(
     initial = (
         tf.constant(0),
         tf.zeros([batch_size, max_length], tf.int32),
-        tf.fill([batch_size], PAD_ID),
+        tf.fill([batch_size], sequences.PAD_ID),
         tf.zeros([batch_size]),
         tf.zeros([batch_size], tf.bool),
         cache,
@@ -125,7 +123,7 @@ def beam_search(
         previous = tf.where(
             index > 0,
             tf.gather(alive_ids, tf.maximum(index - 1, 0), axis=2),
-            PAD_ID,
+            sequences.PAD_ID,
         )  # [B, K]
         logits, cache = step_fn(tf.reshape(previous, [-1]), index, cache)
         vocab = tf.shape(logits)[-1]
@@ -137,7 +135,7 @@ def beam_search(
         top_scores, top_indices = tf.math.top_k(flat, k=2 * k)  # [B, 2K]
         top_beams, top_tokens = top_indices // vocab, top_indices % vocab
         top_ids = _write_column(_gather_beams(alive_ids, top_beams), top_tokens, index)
-        ends = tf.equal(top_tokens, EOS_ID)  # [B, 2K]
+        ends = tf.equal(top_tokens, sequences.EOS_ID)  # [B, 2K]
 
         # Alive: the best K candidates that did not end.
         alive_candidates = tf.where(ends, NEG, top_scores)

@@ -10,10 +10,9 @@ import tensorflow_text
 from absl import logging
 
 from t2t_lite import experiment as experiment_lib
-from t2t_lite import files
+from t2t_lite import files, run_dir
 from t2t_lite import hparams as hparams_lib
 from t2t_lite.decoding import decoder as decoder_lib
-from t2t_lite.decoding import runner
 from t2t_lite.export import serving
 
 # Beside the SavedModel; TF Serving's loader ignores assets.extra except for warmup.
@@ -79,7 +78,7 @@ def export(
     if os.path.exists(final):
         raise ValueError(f"{final} exists; pick another --version (existing: {existing})")
     experiment = experiment_lib.Experiment.load(output_dir)
-    problem, model, path = runner.load(output_dir, checkpoint_path)
+    problem, model, path = run_dir.open_run(output_dir, checkpoint_path)
     tokenizer = problem.graph_tokenizer(data_dir)
     module = serving.ServingModule(model, tokenizer, hp, problem.vocab_size)
     files.remove_leftovers(export_dir, TEMPORARY)

@@ -17,13 +17,11 @@ decoded never fails the batch; its `status` says why:
 import keras
 import tensorflow as tf
 
+from t2t_lite import sequences
 from t2t_lite.data import graph_tokenizer
-from t2t_lite.data import problem as problem_lib
 from t2t_lite.decoding import decoder as decoder_lib
 from t2t_lite.decoding import search
 
-PAD_ID = problem_lib.PAD_ID
-EOS_ID = problem_lib.EOS_ID
 OK, TRUNCATED, EMPTY = "ok", "truncated", "empty"
 INVALID_UTF8, UNKNOWN_TOKEN = "invalid_utf8", "unknown_token"
 # Finite (JSON has no infinities) and below any real score.
@@ -76,12 +74,12 @@ class ServingModule(tf.Module):
 
     def _serve_ids(self, inputs: tf.Tensor) -> dict[str, tf.Tensor]:
         """inputs [N, S] ids (each row ends at its first PAD or EOS) -> ids [N, T], scores, status."""
-        in_row = tf.math.cumprod(tf.cast(inputs > EOS_ID, tf.int32), axis=1)  # [N, S]
+        in_row = tf.math.cumprod(tf.cast(inputs > sequences.EOS_ID, tf.int32), axis=1)  # [N, S]
         lengths = tf.reduce_sum(in_row, axis=1)  # [N]
         ids = tf.RaggedTensor.from_tensor(inputs, lengths=lengths)  # [N, (symbols)]
         in_vocab = (inputs >= 0) & (inputs < self._vocab_size)  # [N, S]
         outputs, scores, status = self._decode(ids, tf.reduce_all(in_vocab, axis=1))
-        return {"outputs": outputs.to_tensor(PAD_ID), "scores": scores, "status": status}
+        return {"outputs": outputs.to_tensor(sequences.PAD_ID), "scores": scores, "status": status}
 
     def _decode(
         self, ids: tf.RaggedTensor, known: tf.Tensor
@@ -92,12 +90,18 @@ class ServingModule(tf.Module):
         ids = ids[:, : self._max_input_length]
         accepted = known & (lengths > 0)  # rows the model decodes
         kept = tf.where(accepted, tf.minimum(lengths, self._max_input_length), 0)  # [N]
-        dense = tf.where(accepted[:, tf.newaxis], ids.to_tensor(PAD_ID), PAD_ID)  # [N, S]
+        dense = tf.where(
+            accepted[:, tf.newaxis], ids.to_tensor(sequences.PAD_ID), sequences.PAD_ID
+        )  # [N, S]
         dense = tf.pad(dense, [[0, 0], [0, 1]])  # [N, S + 1]: room for EOS
-        dense += EOS_ID * tf.one_hot(kept, tf.shape(dense)[1], dtype=tf.int32)  # EOS at kept
+        dense += sequences.EOS_ID * tf.one_hot(
+            kept, tf.shape(dense)[1], dtype=tf.int32
+        )  # EOS at kept
         hypotheses, scores = self._decoder.search_ids(dense)  # [N, K, T], [N, K]
         best = hypotheses[:, 0]  # [N, T]
-        out_lengths = tf.reduce_sum(tf.math.cumprod(tf.cast(best > EOS_ID, tf.int32), axis=1), 1)
+        out_lengths = tf.reduce_sum(
+            tf.math.cumprod(tf.cast(best > sequences.EOS_ID, tf.int32), axis=1), 1
+        )
         outputs = tf.RaggedTensor.from_tensor(best, lengths=tf.where(accepted, out_lengths, 0))
         status = tf.where(
             ~known, UNKNOWN_TOKEN, tf.where(lengths == 0, EMPTY, tf.where(truncated, TRUNCATED, OK))

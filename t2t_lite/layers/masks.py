@@ -9,13 +9,14 @@ holds and whose exp is exactly 0 in float32.
 
 import tensorflow as tf
 
-PAD_ID = 0
+from t2t_lite import sequences
+
 NEG_INF = -65504.0  # float16's minimum
 
 
 def padding_mask(ids: tf.Tensor) -> tf.Tensor:
     """1.0 at real tokens, 0.0 at PAD. [B, L] -> [B, L] float32."""
-    return tf.cast(tf.not_equal(ids, PAD_ID), tf.float32)
+    return tf.cast(tf.not_equal(ids, sequences.PAD_ID), tf.float32)
 
 
 def padding_bias(ids: tf.Tensor) -> tf.Tensor:

@@ -11,8 +11,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from t2t_lite import experiment, files
-from t2t_lite.training import checkpoints
+from t2t_lite import checkpoints, files, run_dir
 
 # Written as <output_path>.incomplete-<owner tag>, renamed when complete.
 TEMPORARY = ".incomplete-"
@@ -114,11 +113,6 @@ def average(paths: list[str], output_path: str) -> None:
     )
 
 
-def holds_training_run(directory: str) -> bool:
-    """Whether directory is a t2t-train --output_dir (its checkpoint list must stay its own)."""
-    return tf.io.gfile.exists(os.path.join(directory, experiment.EXPERIMENT_FILE))
-
-
 def run(model_dir: str, num_last: int, explicit: list[str], output_path: str = "") -> str:
     """What t2t-avg-checkpoints does; returns the written checkpoint prefix.
 
@@ -128,7 +122,7 @@ def run(model_dir: str, num_last: int, explicit: list[str], output_path: str = "
     """
     paths = select(model_dir, num_last, explicit)
     output_path = output_path or os.path.join(
-        model_dir, "averaged", f"{checkpoints.CHECKPOINT_NAME}-{_step(paths[-1])}"
+        model_dir, run_dir.AVERAGED_DIR, f"{checkpoints.CHECKPOINT_NAME}-{_step(paths[-1])}"
     )
     directory = os.path.dirname(os.path.abspath(output_path))
     if model_dir and os.path.abspath(model_dir) == directory:
@@ -136,7 +130,7 @@ def run(model_dir: str, num_last: int, explicit: list[str], output_path: str = "
             f"--output_path {output_path!r} is in --model_dir; write it elsewhere "
             "(default: <model_dir>/averaged/)"
         )
-    if holds_training_run(directory):
+    if run_dir.is_run(directory):  # its checkpoint list must stay its own
         raise ValueError(
             f"--output_path {output_path!r} is in a training run's directory ({directory}); "
             "write it elsewhere (default: <model_dir>/averaged/)"

@@ -5,7 +5,7 @@ import os
 
 import tensorflow as tf
 
-STRATEGIES = ("default", "one_device", "mirrored", "multi_worker")
+from t2t_lite.training.config import STRATEGIES
 
 
 def make_strategy(name: str, devices: list[str] | None = None) -> tf.distribute.Strategy:

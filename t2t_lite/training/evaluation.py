@@ -6,6 +6,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from t2t_lite import sequences
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
 from t2t_lite.decoding import bleu
@@ -99,7 +100,7 @@ class BleuEvaluation:
         if key not in self._examples:
             self._examples[key] = tfrecord.read_examples(paths, self.num_examples)
         examples = self._examples[key]
-        outputs = self._decoder.decode_ids([problem_lib.strip_eos(e["inputs"]) for e in examples])
+        outputs = self._decoder.decode_ids([sequences.strip_eos(e["inputs"]) for e in examples])
         return bleu.decoded_bleu(self.problem, examples, outputs)
 
 

@@ -3,13 +3,13 @@
 import keras
 import tensorflow as tf
 
+from t2t_lite import checkpoints
 from t2t_lite import experiment as experiment_lib
 from t2t_lite.layers import masks
-from t2t_lite.training import checkpoints, losses, schedules
+from t2t_lite.training import losses, schedules
+from t2t_lite.training.config import PRECISIONS
 
 SUM = tf.distribute.ReduceOp.SUM
-# --mixed_precision -> Keras dtype policy. Variables, logits and the loss stay float32.
-PRECISIONS = {"none": "float32", "fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
 
 
 def build_training_state(

@@ -1,6 +1,5 @@
-"""The custom training loop, written for tf.distribute."""
+"""The custom training loop, written for tf.distribute (set-up: run_setup.py)."""
 
-import dataclasses
 import math
 import os
 import time
@@ -9,63 +8,18 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from t2t_lite import checkpoints, files, run_dir
 from t2t_lite import experiment as experiment_lib
-from t2t_lite import files, run_lock
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
-from t2t_lite.training import checkpoints, distribution, evaluation, steps
+from t2t_lite.training import distribution, evaluation, run_setup, steps
+from t2t_lite.training.config import TrainConfig
 
-METRICS_FILE = "metrics.json"
-PRECISIONS = steps.PRECISIONS
+METRICS_FILE = run_dir.METRICS_FILE
 
 
 class NonFiniteLossError(RuntimeError):
     """Training produced a NaN or infinite loss or gradient."""
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainConfig:
-    """Loop settings (t2t-train's flags), as opposed to model hparams."""
-
-    train_steps: int = 1000
-    eval_steps: int = 100  # batches per periodic evaluation; < 0 for the whole split
-    local_eval_frequency: int = 500  # evaluate and checkpoint every N steps
-    keep_checkpoint_max: int = 5
-    log_step_count_steps: int = 100
-    random_seed: int = 1
-    xla_compile: bool = False
-    strategy: str = "default"  # distribution.STRATEGIES
-    devices: tuple[str, ...] = ()  # for one_device / mirrored; default: all local GPUs
-    mixed_precision: str = "none"  # PRECISIONS
-    # Gradients of this many micro-batches (each hparams.batch_size tokens per
-    # replica) are summed into one update, normalised by their total tokens.
-    accumulation_steps: int = 1
-    # Text problems: BLEU of greedy decodes of this many examples of each
-    # evaluated split (0: none).
-    eval_bleu_examples: int = 100
-
-    def __post_init__(self):
-        for key in (
-            "train_steps",
-            "local_eval_frequency",
-            "keep_checkpoint_max",
-            "log_step_count_steps",
-            "accumulation_steps",
-        ):
-            if getattr(self, key) < 1:
-                raise ValueError(f"--{key} must be >= 1, got {getattr(self, key)}")
-        if self.eval_bleu_examples < 0:
-            raise ValueError(f"--eval_bleu_examples must be >= 0, got {self.eval_bleu_examples}")
-        if self.eval_steps == 0:
-            raise ValueError("--eval_steps must be positive, or negative for the whole split")
-        if self.strategy not in distribution.STRATEGIES:
-            raise ValueError(
-                f"--strategy={self.strategy!r} is not one of {', '.join(distribution.STRATEGIES)}"
-            )
-        if self.mixed_precision not in PRECISIONS:
-            raise ValueError(
-                f"--mixed_precision={self.mixed_precision!r} is not one of {', '.join(PRECISIONS)}"
-            )
 
 
 class Trainer:
@@ -83,35 +37,13 @@ class Trainer:
         self.data_dir = data_dir
         self.output_dir = output_dir
         self.config = config
-        self.strategy = distribution.make_strategy(config.strategy, list(config.devices))
-        self.chief = distribution.is_chief(self.strategy)
-        self.problem = experiment.build_problem()
-        self.lock = run_lock.RunLock(output_dir)
-        if self.chief:  # one trainer per run dir; the chief holds it for its workers
-            files.check_writable_dir(output_dir, "--output_dir")
-            self.lock.acquire()
-        experiment.check_matches(output_dir)
-        if self.chief:
-            experiment.save(output_dir)
-        if not self.problem.has_data(data_dir):
-            if not self.chief:
-                raise FileNotFoundError(
-                    f"no {self.problem.name} data in {data_dir!r}: run t2t-datagen before "
-                    "starting the workers (only the chief would generate it)"
-                )
-            files.check_writable_dir(data_dir, "--data_dir")
-            logging.info("No data for %s in %s: generating it.", self.problem.name, data_dir)
-            self.problem.generate_data(data_dir, seed=config.random_seed)
-        self.problem.bind(data_dir)
-        for split in self.problem.splits:  # an empty split would train or evaluate on nothing
-            paths = self.problem.filepaths(data_dir, split)
-            if not tfrecord.read_examples(paths, 1):
-                raise ValueError(
-                    f"the {split} split of {self.problem.name} in {data_dir!r} has no examples "
-                    f"({', '.join(paths)}): regenerate it with t2t-datagen from more data"
-                )
-        if self.chief:  # decoding and export read the vocabulary from the run dir
-            self.problem.save_assets(output_dir)
+        run = run_setup.prepare(experiment, data_dir, output_dir, config)
+        self.strategy, self.chief, self.problem, self.lock = (
+            run.strategy,
+            run.chief,
+            run.problem,
+            run.lock,
+        )
         keras.utils.set_random_seed(config.random_seed)
         with self.strategy.scope():
             self.model, self.optimizer, self.step = steps.build_training_state(

@@ -11,6 +11,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from t2t_lite import sequences
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.layers import attention
 
@@ -54,9 +55,9 @@ def token_labels(problem: problem_lib.Problem, ids: list[int]) -> list[str]:
     tokens = getattr(getattr(problem, "tokenizer", None), "tokens", None)
     labels = []
     for i in ids:
-        if i == problem_lib.EOS_ID:
+        if i == sequences.EOS_ID:
             labels.append("<EOS>")
-        elif i == problem_lib.PAD_ID:
+        elif i == sequences.PAD_ID:
             labels.append("<pad>")
         elif tokens is not None and i < len(tokens):
             labels.append(tokens[i])
@@ -74,8 +75,8 @@ def inspect(
     model: keras.Model, problem: problem_lib.Problem, input_ids: list[int], output_ids: list[int]
 ) -> Inspection:
     """The teacher-forced pass over input and output (ids without EOS) of one example."""
-    inputs = tf.constant([[*input_ids, problem_lib.EOS_ID]])  # [1, S]
-    targets = tf.constant([[*output_ids, problem_lib.EOS_ID]])  # [1, T]
+    inputs = tf.constant([sequences.with_eos(input_ids)])  # [1, S]
+    targets = tf.constant([sequences.with_eos(output_ids)])  # [1, T]
     with_stats = hasattr(model, "encode_with_stats")
     ponder = {}
     with attention.recording() as encoder_records:

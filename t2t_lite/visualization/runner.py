@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite import files
+from t2t_lite import files, run_dir
 from t2t_lite.decoding import runner as decoding
 from t2t_lite.visualization import inspection, plots
 
@@ -23,9 +23,7 @@ def read_inputs(inputs: list[str], from_file: str, max_examples: int) -> tuple[l
         return list(inputs)[:max_examples], "--inputs"
     if not tf.io.gfile.exists(from_file):
         raise FileNotFoundError(f"--decode_from_file {from_file!r} not found")
-    lines, errors = decoding.read_lines(from_file)
-    if errors:
-        raise ValueError(errors[0])
+    lines = files.read_lines(from_file)
     return lines[:max_examples], from_file
 
 
@@ -74,7 +72,7 @@ def visualize(
     if heads not in HEADS:
         raise ValueError(f"--heads={heads!r} is not one of {', '.join(HEADS)}")
     plots.pyplot()  # the install hint before any work
-    problem, model, path = decoding.load(output_dir, checkpoint_path)
+    problem, model, path = run_dir.open_run(output_dir, checkpoint_path)
     files.check_writable_dir(visualize_dir, "--visualize_dir")
     decoder = decoding.make_decoder(model, decode_hparams)
     inputs, errors = decoding.encode_lines(problem, lines, decoder.hp.max_input_length, source)

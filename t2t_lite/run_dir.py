@@ -1,0 +1,57 @@
+"""A run directory: what a t2t-train run holds, and how a trained run is opened.
+
+<output_dir>/
+  experiment.json          model, problem, hparams set and hparams (experiment.py)
+  model.ckpt-<step>.*      checkpoints of model, optimizer and step (checkpoints.py)
+  checkpoint               TensorFlow's index of the kept checkpoints
+  metrics.json             final evaluation of every split (the trainer)
+  <vocabulary files>       the problem's assets, e.g. vocab.subwords (Problem.save_assets)
+  train/, eval_<split>/    TensorBoard summaries
+  averaged/                t2t-avg-checkpoints' default output
+  .t2t-train.lock          the running trainer's lock (run_lock.py)
+
+t2t-decode, t2t-export, t2t-visualize and t2t-avg-checkpoints open runs
+through here; every path goes through tf.io.gfile.
+"""
+
+import os
+
+import keras
+import tensorflow as tf
+
+from t2t_lite import checkpoints, experiment, run_lock
+from t2t_lite.data import problem as problem_lib
+
+EXPERIMENT_FILE = experiment.EXPERIMENT_FILE
+METRICS_FILE = "metrics.json"
+LOCK_FILE = run_lock.LOCK_FILE
+AVERAGED_DIR = "averaged"
+
+
+def is_run(directory: str) -> bool:
+    """True for a directory a trainer has written experiment.json into."""
+    return tf.io.gfile.exists(os.path.join(directory, EXPERIMENT_FILE))
+
+
+def resolve_checkpoint(output_dir: str, checkpoint_path: str = "") -> str:
+    """The checkpoint prefix to read: the given one (a prefix, or a directory
+    such as averaged/ whose newest is taken) or the run's newest."""
+    path = checkpoint_path or checkpoints.latest(output_dir)
+    if tf.io.gfile.isdir(path):
+        path = checkpoints.latest(path)
+    if not tf.io.gfile.exists(path + ".index"):
+        raise FileNotFoundError(f"--checkpoint_path: no checkpoint at {path!r}")
+    return path
+
+
+def open_run(
+    output_dir: str, checkpoint_path: str = ""
+) -> tuple[problem_lib.Problem, keras.Model, str]:
+    """(problem bound to the run's vocabulary, model with a checkpoint's weights, its path)."""
+    exp = experiment.Experiment.load(output_dir)
+    problem = exp.build_problem()
+    problem.bind(output_dir)  # the vocabulary t2t-train saved there, if any
+    model = exp.build_model(problem.vocab_size)
+    path = resolve_checkpoint(output_dir, checkpoint_path)
+    checkpoints.restore_model(model, path)
+    return problem, model, path

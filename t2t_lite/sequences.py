@@ -1,0 +1,71 @@
+"""Sequence conventions: reserved ids, EOS, truncation and length buckets.
+
+Data, layers, decoding and export all follow these; nothing else defines
+them. Every stored sequence is its symbols then one EOS; batches pad with PAD
+after it. Ids above EOS are symbols.
+"""
+
+from absl import logging
+
+PAD_ID = 0
+EOS_ID = 1
+BUCKET_MULTIPLE = 8  # padded lengths are multiples of this
+
+
+def with_eos(ids: list[int]) -> list[int]:
+    """Symbols -> the stored sequence: the symbols, then EOS."""
+    return [*ids, EOS_ID]
+
+
+def strip_eos(ids: list[int]) -> list[int]:
+    """A stored sequence without its final EOS."""
+    return ids[:-1] if ids and ids[-1] == EOS_ID else list(ids)
+
+
+def until_eos(ids) -> list[int]:
+    """The ids before the first EOS or PAD (a decoded or padded row)."""
+    out = []
+    for i in list(ids):
+        if i in (EOS_ID, PAD_ID):
+            break
+        out.append(int(i))
+    return out
+
+
+def truncate(ids: list[int], limit: int, where: str) -> list[int]:
+    """ids cut to `limit` symbols, with a warning naming `where` (e.g. the line)."""
+    if len(ids) > limit:
+        logging.warning(
+            "%s: %d symbols, longer than max_input_length=%d; truncated", where, len(ids), limit
+        )
+        return ids[:limit]
+    return ids
+
+
+def round_up(n: int, multiple: int = BUCKET_MULTIPLE) -> int:
+    return -(-n // multiple) * multiple
+
+
+def bucket_lengths(max_length: int) -> list[int]:
+    """Padded lengths of the buckets: multiples of 8, doubling, last >= max_length.
+
+    Few buckets keep the number of distinct batch shapes (and so compiled
+    steps) small: 4 for length 41, 7 for length 401.
+    """
+    lengths = []
+    length = BUCKET_MULTIPLE
+    while length < max_length:
+        lengths.append(length)
+        length *= 2
+    if not lengths or lengths[-1] < max_length:
+        last = round_up(max_length)
+        lengths = [n for n in lengths if n < last] + [last]
+    return lengths
+
+
+def doubling_bucket(length: int) -> int:
+    """The smallest of 8, 16, 32, ... that holds `length` (decoding's batch shapes)."""
+    bucket = BUCKET_MULTIPLE
+    while bucket < length:
+        bucket *= 2
+    return bucket

@@ -1,0 +1,68 @@
+"""Setting up a training run: strategy, run-directory ownership, experiment and data.
+
+Everything a run needs before a model exists; the trainer builds the model,
+optimizer, checkpoints and compiled steps on top of it.
+"""
+
+import dataclasses
+
+import tensorflow as tf
+from absl import logging
+
+from t2t_lite import experiment as experiment_lib
+from t2t_lite import files, run_lock
+from t2t_lite.data import problem as problem_lib
+from t2t_lite.data import tfrecord
+from t2t_lite.training import distribution
+from t2t_lite.training.config import TrainConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSetup:
+    """A run ready to train: its strategy, lock, and problem bound to its data."""
+
+    strategy: tf.distribute.Strategy
+    chief: bool  # writes checkpoints, summaries and metrics
+    problem: problem_lib.Problem
+    lock: run_lock.RunLock
+    data_dir: str
+    output_dir: str
+
+
+def prepare(
+    experiment: experiment_lib.Experiment, data_dir: str, output_dir: str, config: TrainConfig
+) -> RunSetup:
+    """Makes the strategy, takes the run lock (chief), checks and writes
+    experiment.json, generates missing data (chief), binds the problem,
+    checks that no split is empty and saves the vocabulary into the run.
+    """
+    strategy = distribution.make_strategy(config.strategy, list(config.devices))
+    chief = distribution.is_chief(strategy)
+    problem = experiment.build_problem()
+    lock = run_lock.RunLock(output_dir)
+    if chief:  # one trainer per run dir; the chief holds it for its workers
+        files.check_writable_dir(output_dir, "--output_dir")
+        lock.acquire()
+    experiment.check_matches(output_dir)
+    if chief:
+        experiment.save(output_dir)
+    if not problem.has_data(data_dir):
+        if not chief:
+            raise FileNotFoundError(
+                f"no {problem.name} data in {data_dir!r}: run t2t-datagen before "
+                "starting the workers (only the chief would generate it)"
+            )
+        files.check_writable_dir(data_dir, "--data_dir")
+        logging.info("No data for %s in %s: generating it.", problem.name, data_dir)
+        problem.generate_data(data_dir, seed=config.random_seed)
+    problem.bind(data_dir)
+    for split in problem.splits:  # an empty split would train or evaluate on nothing
+        paths = problem.filepaths(data_dir, split)
+        if not tfrecord.read_examples(paths, 1):
+            raise ValueError(
+                f"the {split} split of {problem.name} in {data_dir!r} has no examples "
+                f"({', '.join(paths)}): regenerate it with t2t-datagen from more data"
+            )
+    if chief:  # decoding and export read the vocabulary from the run dir
+        problem.save_assets(output_dir)
+    return RunSetup(strategy, chief, problem, lock, data_dir, output_dir)

@@ -1,0 +1,43 @@
+"""Sequence conventions and the one line reader."""
+
+import pytest
+import tensorflow as tf
+
+from t2t_lite import files, sequences
+
+
+def test_reserved_ids_and_eos_helpers():
+    assert (sequences.PAD_ID, sequences.EOS_ID) == (0, 1)
+    assert sequences.with_eos([5, 6]) == [5, 6, 1]
+    assert sequences.strip_eos([5, 6, 1]) == [5, 6]
+    assert sequences.strip_eos([5, 6]) == [5, 6]
+    assert sequences.until_eos([5, 6, 1, 7]) == [5, 6]
+    assert sequences.until_eos([5, 0, 7]) == [5]
+    assert sequences.until_eos([]) == []
+
+
+def test_truncation_warns_with_the_place(caplog):
+    assert sequences.truncate([3, 4, 5], 3, "f:1") == [3, 4, 5]
+    assert sequences.truncate([3, 4, 5, 6], 2, "f:2") == [3, 4]
+    assert "f:2: 4 symbols, longer than max_input_length=2; truncated" in caplog.text
+
+
+def test_bucket_lengths_double_from_eight():
+    assert sequences.bucket_lengths(41) == [8, 16, 32, 48]
+    assert sequences.bucket_lengths(8) == [8]
+    assert [sequences.doubling_bucket(n) for n in (1, 8, 9, 17, 100)] == [8, 8, 16, 32, 128]
+
+
+def test_read_lines_through_gfile_strict_and_lenient():
+    path = "ram://lines/a.txt"
+    with tf.io.gfile.GFile(path, "wb") as f:
+        f.write("\ufeffeins\r\nzwei\n".encode() + b"\xff\xfe\n" + b"vier")
+    with pytest.raises(ValueError, match=r"ram://lines/a.txt:3: not valid UTF-8"):
+        files.read_lines(path)
+    errors = []
+    assert files.read_lines(path, errors) == ["eins", "zwei", "", "vier"]
+    assert errors == ["ram://lines/a.txt:3: not valid UTF-8 (invalid start byte)"]
+    with pytest.raises(FileNotFoundError, match="ram://lines/none.txt: no such file"):
+        files.read_lines("ram://lines/none.txt")
+    with pytest.raises(ValueError, match="a directory"):
+        files.read_lines("ram://lines")
