@@ -183,3 +183,31 @@ class Stack(keras.layers.Layer):
             else:
                 x = block(x, encoded, bias, encoder_bias, training=training)
         return self.final_norm(x) if self.final_norm is not None else x
+
+    def initial_cache(self, encoded: tf.Tensor, max_length: int) -> dict:
+        """A decoder stack's decoding state, entry "layer_<i>" per block: empty
+        self-attention keys/values [B, H, T, D] and the cross-attention
+        keys/values of `encoded` [B, H, S, D], computed once.
+        """
+        batch_size = tf.shape(encoded)[0]
+        cache = {}
+        for i, block in enumerate(self.blocks):
+            layer = block.initial_cache(batch_size, max_length, encoded.dtype)
+            layer["cross_k"], layer["cross_v"] = block.cross_attention.project_memory(encoded)
+            cache[f"layer_{i}"] = layer
+        return cache
+
+    def decode_step(
+        self, x: tf.Tensor, index: tf.Tensor, cache: dict, encoder_bias: tf.Tensor
+    ) -> tuple[tf.Tensor, dict]:
+        """The decoder stack at one position: x [B, 1, C] -> ([B, 1, C], cache with
+        this stack's entries updated; other entries passed through)."""
+        new = dict(cache)
+        for i, block in enumerate(self.blocks):
+            layer = cache[f"layer_{i}"]
+            x, new[f"layer_{i}"] = block.decode_step(
+                x, layer, index, (layer["cross_k"], layer["cross_v"]), encoder_bias
+            )
+        if self.final_norm is not None:
+            x = self.final_norm(x)
+        return x, new

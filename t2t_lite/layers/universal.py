@@ -117,6 +117,38 @@ class UniversalStack(keras.layers.Layer):
             x = self.final_norm(x)
         return x, stats
 
+    @property
+    def max_steps(self) -> int:
+        return self.halting.max_steps if self.halting is not None else self.num_steps
+
+    def initial_cache(self, encoded: tf.Tensor, max_length: int) -> dict:
+        """A decoder stack's decoding state: per recurrence step "step_<t>", empty
+        self-attention keys/values [B, H, T, D] (weights are shared,
+        activations are not); the shared block's cross-attention keys/values
+        of `encoded` [B, H, S, D] once.
+        """
+        batch_size = tf.shape(encoded)[0]
+        cross_k, cross_v = self.block.cross_attention.project_memory(encoded)
+        cache = {"cross_k": cross_k, "cross_v": cross_v}
+        for step in range(1, self.max_steps + 1):
+            cache[f"step_{step}"] = self.block.initial_cache(batch_size, max_length, encoded.dtype)
+        return cache
+
+    def decode_step(
+        self, x: tf.Tensor, index: tf.Tensor, cache: dict, encoder_bias: tf.Tensor
+    ) -> tuple[tf.Tensor, dict]:
+        """The decoder stack at one position: x [B, 1, C] -> ([B, 1, C], cache with
+        this stack's entries updated; other entries passed through)."""
+        new = dict(cache)
+
+        def block_step(y: tf.Tensor, step: int) -> tf.Tensor:
+            y, new[f"step_{step}"] = self.block.decode_step(
+                y, cache[f"step_{step}"], index, (cache["cross_k"], cache["cross_v"]), encoder_bias
+            )
+            return y
+
+        return self.apply_step(x, index, block_step), new
+
     def apply_step(
         self,
         x: tf.Tensor,

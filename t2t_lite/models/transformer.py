@@ -94,50 +94,41 @@ class Transformer(keras.Model):
         return self.embedding.logits(x)
 
     def init_cache(self, encoded: tf.Tensor, encoder_bias: tf.Tensor, max_length: int) -> dict:
-        """Decoding state for up to max_length target positions.
-
-        Per layer: empty self-attention keys/values [B, H, T, D] and the
-        cross-attention keys/values of `encoded` [B, H, S, D], computed once.
-        Every entry is batch-major, so beam search can gather it by beam.
+        """Decoding state for up to max_length target positions: the encoder
+        bias and the decoder stack's caches. Every entry is batch-major, so
+        beam search can gather it by beam.
         """
-        batch_size = tf.shape(encoded)[0]
-        cache = {"encoder_bias": encoder_bias}
-        for i, block in enumerate(self.decoder.blocks):
-            layer = block.initial_cache(batch_size, max_length, encoded.dtype)
-            layer["cross_k"], layer["cross_v"] = block.cross_attention.project_memory(encoded)
-            cache[f"layer_{i}"] = layer
-        return cache
+        return {"encoder_bias": encoder_bias, **self.decoder.initial_cache(encoded, max_length)}
+
+    def embed_step(self, ids: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
+        """Decoder input ids [B] at position `index` -> [B, 1, C], with its timing signal."""
+        x = self.embedding.embed(ids[:, tf.newaxis])  # [B, 1, C]
+        signal = embedding.timing_signal(1, x.shape[-1], start=index)  # [1, 1, C]
+        return x + tf.cast(signal, x.dtype)
 
     def decode_step(self, ids: tf.Tensor, index: tf.Tensor, cache: dict) -> tuple[tf.Tensor, dict]:
         """The decoder input ids [B] at position `index` -> (float32 logits [B, V], cache).
 
         Position 0's input is PAD (0), as in teacher forcing; the logits are
-        the prediction for the target at `index`.
+        the prediction for the target at `index`. The decoder stack runs
+        the step (its blocks, or its recurrence) on its own cache entries.
         """
-        x = self.embedding.embed(ids[:, tf.newaxis])  # [B, 1, C]
-        signal = embedding.timing_signal(1, x.shape[-1], start=index)  # [1, 1, C]
-        x = x + tf.cast(signal, x.dtype)
-        new = dict(cache)
-        for i, block in enumerate(self.decoder.blocks):
-            layer = cache[f"layer_{i}"]
-            x, new[f"layer_{i}"] = block.decode_step(
-                x, layer, index, (layer["cross_k"], layer["cross_v"]), cache["encoder_bias"]
-            )
-        if self.decoder.final_norm is not None:
-            x = self.decoder.final_norm(x)
-        return self.embedding.logits(x)[:, 0], new
+        x = self.embed_step(ids, index)
+        x, cache = self.decoder.decode_step(x, index, cache, cache["encoder_bias"])
+        return self.embedding.logits(x)[:, 0], cache
 
     def call(self, features, training=False):
-        encoded, bias = self.encode(features["inputs"], training=training)
-        return self.decode(features["targets"], encoded, bias, training=training)
+        return self.forward(features, training=training)[0]
 
     def forward(self, features, training=False) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         """Logits [B, T, V] and auxiliary outputs (none for the Transformer).
 
-        The trainer calls this: an auxiliary "loss" is added to the training
-        loss and every other entry is a scalar metric it logs.
+        The trainer calls this (`call` returns its logits): an auxiliary
+        "loss" is added to the training loss and every other entry is a
+        scalar metric it logs.
         """
-        return self(features, training=training), {}
+        encoded, bias = self.encode(features["inputs"], training=training)
+        return self.decode(features["targets"], encoded, bias, training=training), {}
 
 
 def timing_signal_like(x: tf.Tensor) -> tf.Tensor:

@@ -144,39 +144,9 @@ class UniversalTransformer(transformer.Transformer):
     ) -> tf.Tensor:
         return self.decode_with_stats(targets, encoded, encoder_bias, training=training)[0]
 
-    def init_cache(self, encoded: tf.Tensor, encoder_bias: tf.Tensor, max_length: int) -> dict:
-        """Decoding state: per recurrence step, empty self-attention keys/values
-        [B, H, T, D] (weights are shared, activations are not); the shared
-        block's cross-attention keys/values [B, H, S, D] once.
-        """
-        block = self.decoder.block
-        batch_size = tf.shape(encoded)[0]
-        cross_k, cross_v = block.cross_attention.project_memory(encoded)
-        cache = {"encoder_bias": encoder_bias, "cross_k": cross_k, "cross_v": cross_v}
-        for step in range(1, self.hparams.max_steps + 1):
-            cache[f"step_{step}"] = block.initial_cache(batch_size, max_length, encoded.dtype)
-        return cache
-
-    def decode_step(self, ids: tf.Tensor, index: tf.Tensor, cache: dict) -> tuple[tf.Tensor, dict]:
-        """The decoder input ids [B] at position `index` -> (float32 logits [B, V], cache)."""
-        new = dict(cache)
-
-        def block_step(x: tf.Tensor, step: int) -> tf.Tensor:
-            y, new[f"step_{step}"] = self.decoder.block.decode_step(
-                x,
-                cache[f"step_{step}"],
-                index,
-                (cache["cross_k"], cache["cross_v"]),
-                cache["encoder_bias"],
-            )
-            return y
-
-        x = self.embedding.embed(ids[:, tf.newaxis])  # [B, 1, C]
-        x = self.decoder.apply_step(x, index, block_step)
-        return self.embedding.logits(x)[:, 0], new
-
-    def call(self, features, training=False):
-        return self.forward(features, training=training)[0]
+    def embed_step(self, ids: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
+        """Decoder input ids [B] -> [B, 1, C]; the stack adds position and step signals."""
+        return self.embedding.embed(ids[:, tf.newaxis])  # [B, 1, C]
 
     def forward(self, features, training=False) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         """Logits [B, T, V]; under ACT also the ponder cost ("loss") and ponder metrics."""
