@@ -9,9 +9,11 @@ import dataclasses
 import json
 import os
 
+import tensorflow as tf
 from absl import logging
 
-from t2t_lite import experiment
+from t2t_lite import experiment, files
+from t2t_lite.run_dir import METRICS_FILE
 from t2t_lite.training import trainer
 from t2t_lite.visualization import curves, plots
 
@@ -109,11 +111,10 @@ def run(
 
 def _finished(run_dir: str, train_steps: int) -> dict | None:
     """The metrics of a run that already reached train_steps, else None."""
-    path = os.path.join(run_dir, run_dir.METRICS_FILE)
-    if not os.path.exists(path):
+    path = os.path.join(run_dir, METRICS_FILE)
+    if not tf.io.gfile.exists(path):
         return None
-    with open(path, encoding="utf-8") as f:
-        metrics = json.load(f)
+    metrics = json.loads(files.read_text(path))
     if metrics.pop("step", None) != train_steps:
         return None
     return metrics

@@ -145,3 +145,16 @@ def read_lines(path: str, errors: list[str] | None = None) -> list[str]:
             line = ""
         lines.append(line.removeprefix("\ufeff") if number == 1 else line)
     return lines
+
+
+def read_text(path: str) -> str:
+    """A whole UTF-8 file through tf.io.gfile; FileNotFoundError names a missing one."""
+    if not tf.io.gfile.exists(path):
+        raise FileNotFoundError(f"{path}: no such file")
+    with tf.io.gfile.GFile(path, "rb") as f:
+        return f.read().decode("utf-8")
+
+
+def absolute(path: str) -> str:
+    """A local path made absolute; a URL (gs://, hdfs://, ram://) as it is."""
+    return path if "://" in path else os.path.abspath(path)
