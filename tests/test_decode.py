@@ -22,7 +22,7 @@ from t2t_lite.decoding import runner
 )
 def test_decoding_the_dev_split_copies_nearly_every_input(copy_run, decode_hparams, xla):
     data_dir, run_dir = copy_run
-    prob, model, _ = run_dir.open_run(run_dir)
+    prob, model, _ = run_dir_lib.open_run(run_dir)
     decoder = runner.make_decoder(model, decode_hparams, xla)
     metrics = runner.decode_split(decoder, prob, data_dir, "dev")
     assert metrics["examples"] == 40
@@ -37,7 +37,7 @@ def dev_inputs(data_dir):
 def test_greedy_decodes_are_the_models_teacher_forced_argmax(copy_run):
     """Each greedy token is the argmax of the full pass over input and decode so far."""
     data_dir, run_dir = copy_run
-    _, model, _ = run_dir.open_run(run_dir)
+    _, model, _ = run_dir_lib.open_run(run_dir)
     inputs = dev_inputs(data_dir)
     eager = runner.make_decoder(model, "").decode_ids(inputs)
     compiled = runner.make_decoder(model, "", xla_compile=True).decode_ids(inputs)
@@ -75,7 +75,7 @@ def test_binary_decodes_a_file_in_order_and_reports_bad_lines(copy_run, tmp_path
     assert "Traceback" not in result.stderr
     # Every other line is decoded, in input order, as the library decodes it
     # (batch_size does not change a decode); bad and empty lines give "".
-    prob, model, _ = run_dir.open_run(run_dir)
+    prob, model, _ = run_dir_lib.open_run(run_dir)
     good = ["3 1 2", "0", "1 1 2 3 0 2", "3 3"]
     inputs, _ = runner.encode_lines(prob, good, 256, "test")
     decoded = [prob.decode_text(h[0][0]) for h in runner.make_decoder(model, "").decode_ids(inputs)]
@@ -100,7 +100,7 @@ def test_binary_writes_beams_with_scores(copy_run, tmp_path):
 
 def test_interactive_mode_answers_each_line(copy_run):
     _, run_dir = copy_run
-    prob, model, _ = run_dir.open_run(run_dir)
+    prob, model, _ = run_dir_lib.open_run(run_dir)
     decoder = runner.make_decoder(model, "")
     out = io.StringIO()
     runner.decode_interactive(decoder, prob, ["1 2 3\n", "x\n", "0 0\n"], out)
@@ -113,7 +113,7 @@ def test_interactive_mode_answers_each_line(copy_run):
 
 def test_long_inputs_are_truncated_with_a_warning(copy_run, caplog):
     _, run_dir = copy_run
-    prob, model, _ = run_dir.open_run(run_dir)
+    prob, model, _ = run_dir_lib.open_run(run_dir)
     decoder = runner.make_decoder(model, "max_input_length=4")
     inputs, errors = runner.encode_lines(prob, ["1 2 3 0 1 2"], 4, "f.txt")
     assert inputs == [[3, 4, 5, 2]] and not errors
@@ -132,7 +132,7 @@ def test_missing_checkpoint_and_bad_decode_hparams_are_clear(copy_run, tmp_path)
 
 def test_search_is_traced_once_per_padded_shape(copy_run):
     _, run_dir = copy_run
-    _, model, _ = run_dir.open_run(run_dir)
+    _, model, _ = run_dir_lib.open_run(run_dir)
     decoder = runner.make_decoder(model, "batch_size=4")
     # Lengths 1..6 (+EOS) all pad to the 8-wide bucket; short batches fill to 4 rows.
     inputs = [[2], [3, 4, 5], [2, 2, 2, 2, 2], [5, 4, 3, 2, 5, 4], [4]]
@@ -148,7 +148,7 @@ def test_binary_decodes_an_eval_split_with_metrics(copy_run):
     data_dir, run_dir = copy_run
     result = run_decode(f"--output_dir={run_dir}", f"--data_dir={data_dir}", "--max_examples=10")
     assert result.returncode == 0, result.stderr
-    prob, model, _ = run_dir.open_run(run_dir)
+    prob, model, _ = run_dir_lib.open_run(run_dir)
     metrics = runner.decode_split(runner.make_decoder(model, ""), prob, data_dir, "dev", 10)
     assert result.stdout.strip() == (
         f"char_accuracy={metrics['char_accuracy']:.4f} "

@@ -13,6 +13,7 @@ from conftest import ROOT, run_binary
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow_serving.apis import predict_pb2
 
+from t2t_lite import run_dir as run_dir_lib
 from t2t_lite import sequences
 from t2t_lite.data import problem
 from t2t_lite.decoding import runner
@@ -78,7 +79,7 @@ def exported(copy_run, tmp_path_factory):
 def in_process(copy_run):
     """Decodes lines with t2t-decode's decoder: line -> (text, score)."""
     _, run_dir = copy_run
-    prob, model, _ = runner.load(run_dir)
+    prob, model, _ = run_dir_lib.open_run(run_dir)
     decoder = runner.make_decoder(model, EXPORT_HPARAMS)
 
     def decode(lines: list[str]) -> list[tuple[str, float]]:

@@ -14,6 +14,7 @@ import tensorflow as tf
 from conftest import ROOT, run_binary
 
 from t2t_lite import checkpoints, experiment, files, run_lock
+from t2t_lite import run_dir as run_dir_lib
 from t2t_lite.data import problem, text_files
 from t2t_lite.decoding import runner
 from t2t_lite.training import averaging, trainer
@@ -170,7 +171,7 @@ def test_user_files_byte_order_mark_empty_file_and_interactive_utf8(tmp_path, co
     with pytest.raises(ValueError, match=r"empty.tsv: the file is empty"):
         list(text_files.read_pairs([str(tmp_path / "empty.tsv")]))
     _, run_dir = copy_run
-    prob, model, _ = runner.load(run_dir)
+    prob, model, _ = run_dir_lib.open_run(run_dir)
     out = __import__("io").StringIO()
     runner.decode_interactive(runner.make_decoder(model, ""), prob, [b"\xff 1\n", b"1 2\n"], out)
     assert out.getvalue().splitlines()[0] == "error: <stdin>:1: not valid UTF-8"

@@ -2,6 +2,7 @@
 
 import pytest
 
+from t2t_lite import run_dir as run_dir_lib
 from t2t_lite import sequences
 from t2t_lite.data import problem, subword, tfrecord
 
@@ -96,7 +97,7 @@ def test_a_run_keeps_its_vocabulary_and_exports_text_in_text_out(tmp_path):
     trainer.train(exp, data_dir, run, trainer.TrainConfig(train_steps=4, local_eval_frequency=4))
     assert (tmp_path / "run" / "translate_from_files.vocab").exists()
 
-    prob, model, _ = runner.load(run)  # no data dir: the run's copy of the vocabulary
+    prob, model, _ = run_dir_lib.open_run(run)  # no data dir: the run's copy of the vocabulary
     decoder = runner.make_decoder(model, "extra_length=5")
     (hypotheses,) = decoder.decode_ids([prob.encode_text("zwei Hunde")])
     assert isinstance(prob.decode_text(hypotheses[0][0]), str)
@@ -165,7 +166,7 @@ def test_a_tiny_model_learns_a_synthetic_translation_well_above_its_untrained_bl
     assert untrained < 10
     assert trained > untrained + 50
     # t2t-decode's split decoding reports the same kind of BLEU (full dev, beam 2).
-    _, model, _ = runner.load(run)
+    _, model, _ = run_dir_lib.open_run(run)
     metrics = runner.decode_split(runner.make_decoder(model, "beam_size=2"), prob, data_dir, "dev")
     assert metrics["bleu"] > untrained + 50
 

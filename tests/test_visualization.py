@@ -10,8 +10,8 @@ import tensorflow as tf
 from conftest import run_binary
 
 from t2t_lite import checkpoints, registry
+from t2t_lite import run_dir as run_dir_lib
 from t2t_lite.data import problem
-from t2t_lite.decoding import runner as decoding
 from t2t_lite.layers import attention
 from t2t_lite.models import transformer, universal_transformer
 from t2t_lite.visualization import curves, inspection, plots
@@ -104,7 +104,7 @@ def peak_positions(weights: np.ndarray) -> np.ndarray:
 
 def test_a_trained_copy_model_attends_along_the_diagonal(copy_run):
     _, run_dir = copy_run
-    prob, model, _ = decoding.load(run_dir)
+    prob, model, _ = run_dir_lib.open_run(run_dir)
     source = [2, 5, 3, 4, 4, 5]
     found = inspection.inspect(model, prob, source, source)  # the teacher-forced copy
     peaks = peak_positions(found.attention["encdec"])[: len(source)]
@@ -112,7 +112,7 @@ def test_a_trained_copy_model_attends_along_the_diagonal(copy_run):
 
 
 def test_a_trained_reverse_model_attends_along_the_anti_diagonal(reverse_run):
-    prob, model, _ = decoding.load(reverse_run)
+    prob, model, _ = run_dir_lib.open_run(reverse_run)
     source = [2, 5, 3, 4, 4, 5]
     found = inspection.inspect(model, prob, source, source[::-1])
     peaks = peak_positions(found.attention["encdec"])[: len(source)]
