@@ -12,6 +12,7 @@ import pytest
 import tensorflow as tf
 from conftest import run_binary
 
+from t2t_lite import run_dir as run_dir_lib
 from t2t_lite import sequences
 from t2t_lite.data import problem, tfrecord
 from t2t_lite.decoding import runner
