@@ -14,6 +14,8 @@ aligned line by line. The file names are saved in the data dir
 import json
 import os
 
+import tensorflow as tf
+
 from t2t_lite import files
 from t2t_lite.data import problem, text_files, text_problem
 
@@ -30,21 +32,20 @@ class FilesProblem(text_problem.Text2TextProblem):
         if not train_files or not dev_files:
             raise ValueError(f"problem {self.name!r} needs --train_files and --dev_files")
         config = {
-            "train": [os.path.abspath(p) for p in train_files],
-            "dev": [os.path.abspath(p) for p in dev_files],
+            "train": [files.absolute(p) for p in train_files],
+            "dev": [files.absolute(p) for p in dev_files],
             "vocab_size": vocab_size or self.vocab_target_size,
         }
         files.write_atomically(self.config_path(data_dir), json.dumps(config, indent=2))
 
     def _config(self, data_dir: str) -> dict:
         path = self.config_path(data_dir)
-        if not os.path.exists(path):
+        if not tf.io.gfile.exists(path):
             raise ValueError(
                 f"problem {self.name!r} reads your files: run t2t-datagen --problem={self.name} "
                 f"--data_dir={data_dir} --train_files=... --dev_files=... first"
             )
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        return json.loads(files.read_text(path))
 
     def generate_data(self, data_dir: str, seed: int = 1) -> dict[str, int]:
         self.vocab_target_size = int(self._config(data_dir)["vocab_size"])

@@ -100,3 +100,14 @@ def restore_newest_readable(checkpoint: tf.train.Checkpoint, directory: str) -> 
             f"{candidates[0]}): move them away to start afresh, or restore a copy"
         )
     return None
+
+
+def reader(path: str):
+    """A CheckpointReader of the checkpoint with this prefix.
+
+    tf.train.load_checkpoint would first ask whether the prefix is a
+    directory, which ram:// answers yes for any prefix of a file name.
+    """
+    if not tf.io.gfile.exists(path + ".index"):
+        raise FileNotFoundError(f"no checkpoint at {path!r}")
+    return tf.compat.v1.train.NewCheckpointReader(path)

@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 import keras
+import tensorflow as tf
 
 from t2t_lite import files, registry
 from t2t_lite import hparams as hparams_lib
@@ -55,13 +56,12 @@ class Experiment:
     def load(cls, output_dir: str) -> "Experiment":
         """Reads experiment.json back; a missing file or key is a clear error."""
         path = os.path.join(output_dir, EXPERIMENT_FILE)
-        if not os.path.exists(path):
+        if not tf.io.gfile.exists(path):
             raise FileNotFoundError(
                 f"{path} not found: is {output_dir!r} a t2t-train --output_dir?"
             )
         try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
+            data = json.loads(files.read_text(path))
             model_class = registry.MODELS.get(data["model"])
             hp = hparams_lib.from_dict(model_class.hparams_class, data["hparams"])
             return cls(data["model"], data["problem"], data["hparams_set"], hp)
@@ -70,7 +70,7 @@ class Experiment:
 
     def check_matches(self, output_dir: str) -> None:
         """Refuses to resume a run dir that holds a different experiment."""
-        if not os.path.exists(os.path.join(output_dir, EXPERIMENT_FILE)):
+        if not tf.io.gfile.exists(os.path.join(output_dir, EXPERIMENT_FILE)):
             return
         saved = Experiment.load(output_dir).to_dict()
         mine = self.to_dict()

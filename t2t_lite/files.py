@@ -5,11 +5,13 @@ import math
 import os
 import socket
 import time
+from collections.abc import Iterator
 
 import tensorflow as tf
 from absl import logging
 
 HOST = socket.gethostname()
+READ_CHUNK_BYTES = 1 << 24
 
 
 def write_bytes_atomically(path: str, data: bytes) -> None:
@@ -117,8 +119,8 @@ def strict_json(data: dict) -> str:
     return json.dumps(clean(data), indent=2, sort_keys=True, allow_nan=False)
 
 
-def read_lines(path: str, errors: list[str] | None = None) -> list[str]:
-    """A UTF-8 text file's lines without line ends, through tf.io.gfile.
+def iter_lines(path: str, errors: list[str] | None = None) -> Iterator[str]:
+    """A UTF-8 text file's lines without line ends, streamed through tf.io.gfile.
 
     A leading byte-order mark is dropped (an encoding marker, not text). A
     line that is not UTF-8 raises ValueError naming file and line; given an
@@ -128,23 +130,34 @@ def read_lines(path: str, errors: list[str] | None = None) -> list[str]:
         raise ValueError(f"{path}: a directory, not a text file")
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"{path}: no such file")
-    with tf.io.gfile.GFile(path, "rb") as f:
-        data = f.read()
-    lines = []
-    chunks = data.split(b"\n")
-    if chunks[-1] == b"":  # the last line's end, or an empty file
-        chunks.pop()
-    for number, raw in enumerate(chunks, start=1):
+
+    def decode(raw: bytes, number: int) -> str:
         try:
-            line = raw.decode("utf-8").rstrip("\r\n")
+            line = raw.decode("utf-8").rstrip("\r")
         except UnicodeDecodeError as err:
             message = f"{path}:{number}: not valid UTF-8 ({err.reason})"
             if errors is None:
                 raise ValueError(message) from None
             errors.append(message)
-            line = ""
-        lines.append(line.removeprefix("\ufeff") if number == 1 else line)
-    return lines
+            return ""
+        return line.removeprefix("\ufeff") if number == 1 else line
+
+    number = 0
+    rest = b""
+    with tf.io.gfile.GFile(path, "rb") as f:
+        while chunk := f.read(READ_CHUNK_BYTES):
+            lines = (rest + chunk).split(b"\n")
+            rest = lines.pop()  # an unfinished line
+            for raw in lines:
+                number += 1
+                yield decode(raw, number)
+    if rest:
+        yield decode(rest, number + 1)
+
+
+def read_lines(path: str, errors: list[str] | None = None) -> list[str]:
+    """iter_lines as a list."""
+    return list(iter_lines(path, errors))
 
 
 def read_text(path: str) -> str:
@@ -158,3 +171,46 @@ def read_text(path: str) -> str:
 def absolute(path: str) -> str:
     """A local path made absolute; a URL (gs://, hdfs://, ram://) as it is."""
     return path if "://" in path else os.path.abspath(path)
+
+
+# Filesystems whose rename moves a whole directory (atomically on local disks
+# and HDFS; object by object, but complete when it returns, on GCS).
+DIRECTORY_RENAME = ("", "file", "gs", "hdfs", "viewfs")
+
+
+def remove_tree(path: str) -> None:
+    """Removes a directory tree, file by file where rmtree is not supported."""
+    try:
+        tf.io.gfile.rmtree(path)
+    except tf.errors.OpError:
+        for directory, _, names in tf.io.gfile.walk(path, topdown=False):
+            for name in names:
+                tf.io.gfile.remove(os.path.join(directory, name))
+            try:
+                tf.io.gfile.remove(directory)
+            except tf.errors.OpError:
+                pass  # no directory objects on this filesystem
+
+
+def rename_dir(source: str, destination: str, last: tuple[str, ...] = ()) -> None:
+    """Moves a directory into place: one rename where the filesystem renames
+    directories (DIRECTORY_RENAME); elsewhere (ram://, s3://, ...) a
+    file-by-file copy, then removal of `source`, with the files named in
+    `last` copied last, so that a reader waiting for one of them (TF Serving
+    for saved_model.pb) finds a complete tree.
+    """
+    scheme = source.split("://")[0] if "://" in source else ""
+    if scheme in DIRECTORY_RENAME:
+        tf.io.gfile.rename(source, destination)
+        return
+    copies, final = [], []
+    for directory, _, names in tf.io.gfile.walk(source):
+        relative = directory[len(source) :].lstrip("/")
+        tf.io.gfile.makedirs(os.path.join(destination, relative))
+        for name in names:
+            pair = (os.path.join(directory, name), os.path.join(destination, relative, name))
+            (final if name in last else copies).append(pair)
+    for origin, target in copies + final:
+        if tf.io.gfile.exists(origin) and not tf.io.gfile.isdir(origin):  # ram:// lists ghosts
+            tf.io.gfile.copy(origin, target, overwrite=False)
+    remove_tree(source)

@@ -37,7 +37,8 @@ def resolve_checkpoint(output_dir: str, checkpoint_path: str = "") -> str:
     """The checkpoint prefix to read: the given one (a prefix, or a directory
     such as averaged/ whose newest is taken) or the run's newest."""
     path = checkpoint_path or checkpoints.latest(output_dir)
-    if tf.io.gfile.isdir(path):
+    # A prefix first: ram:// calls any prefix of a file name a directory.
+    if not tf.io.gfile.exists(path + ".index") and tf.io.gfile.isdir(path):
         path = checkpoints.latest(path)
     if not tf.io.gfile.exists(path + ".index"):
         raise FileNotFoundError(f"--checkpoint_path: no checkpoint at {path!r}")

@@ -1,7 +1,6 @@
 """The Problem base class: generate examples, write TFRecords, read tf.data."""
 
 import abc
-import glob
 import os
 from collections.abc import Iterator
 
@@ -89,14 +88,14 @@ class Problem(abc.ABC):
     def has_data(self, data_dir: str) -> bool:
         """True when every shard of every split exists."""
         return all(
-            os.path.exists(path)
+            tf.io.gfile.exists(path)
             for split in self.splits
             for path in self.filepaths(data_dir, split)
         )
 
     def generate_data(self, data_dir: str, seed: int = 1) -> dict[str, int]:
         """Writes every split's shards; the same seed gives byte-identical files."""
-        os.makedirs(data_dir, exist_ok=True)
+        tf.io.gfile.makedirs(data_dir)
         counts = {}
         for index, split in enumerate(sorted(self.splits)):
             rng = np.random.default_rng([seed, index])
@@ -133,9 +132,9 @@ class Problem(abc.ABC):
         budget per replica.
         """
         paths = self.filepaths(data_dir, split)
-        missing = [p for p in paths if not os.path.exists(p)]
+        missing = [p for p in paths if not tf.io.gfile.exists(p)]
         if missing:
-            found = sorted(glob.glob(os.path.join(data_dir, f"{self.name}-*")))
+            found = sorted(tf.io.gfile.glob(os.path.join(data_dir, f"{self.name}-*")))
             raise FileNotFoundError(
                 f"missing data files for problem {self.name!r} split {split!r}: {missing[:3]}"
                 f"{' ...' if len(missing) > 3 else ''}; found {len(found)} file(s) in {data_dir!r}. "

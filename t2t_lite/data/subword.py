@@ -15,7 +15,6 @@ PAD, EOS and UNK (PAD and EOS as every problem has them).
 """
 
 import collections
-import os
 from collections.abc import Iterable
 
 import tensorflow as tf
@@ -83,10 +82,9 @@ def save(tokens: list[str], path: str) -> None:
 
 
 def load(path: str) -> list[str]:
-    if not os.path.exists(path):
+    if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"{path}: no vocabulary (run t2t-datagen for this problem)")
-    with open(path, encoding="utf-8") as f:
-        tokens = [line.rstrip("\n") for line in f]
+    tokens = files.read_lines(path)
     if tuple(tokens[: len(RESERVED)]) != RESERVED:
         raise ValueError(f"{path}: not a subword vocabulary (its first lines must be {RESERVED})")
     return tokens

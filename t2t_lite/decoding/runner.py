@@ -1,12 +1,12 @@
 """What t2t-decode does: load a trained run, decode files, stdin or an eval split."""
 
-import os
 import sys
 from collections.abc import Iterable
 from typing import TextIO
 
 import keras
 import numpy as np
+import tensorflow as tf
 from absl import logging
 
 from t2t_lite import files, sequences
@@ -117,7 +117,7 @@ def decode_split(
     has the target's symbol; sequence accuracy: exact matches.
     """
     paths = problem.filepaths(data_dir, split)
-    missing = [p for p in paths if not os.path.exists(p)]
+    missing = [p for p in paths if not tf.io.gfile.exists(p)]
     if missing:
         raise FileNotFoundError(f"{missing[0]} not found: run t2t-datagen for {problem.name}")
     examples = tfrecord.read_examples(paths, max_examples)

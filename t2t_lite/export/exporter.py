@@ -49,9 +49,10 @@ def _logging_kept():
 
 def versions(export_dir: str) -> list[int]:
     """The versions (numeric subdirectories) already in export_dir."""
-    if not os.path.isdir(export_dir):
+    if not tf.io.gfile.isdir(export_dir):
         return []
-    return sorted(int(name) for name in os.listdir(export_dir) if name.isdigit())
+    names = [name.rstrip("/") for name in tf.io.gfile.listdir(export_dir)]
+    return sorted(int(name) for name in names if name.isdigit())
 
 
 def export(
@@ -75,7 +76,7 @@ def export(
     if version < 1:
         raise ValueError(f"--version must be >= 1, got {version}")
     final = os.path.join(export_dir, str(version))
-    if os.path.exists(final):
+    if tf.io.gfile.exists(final):
         raise ValueError(f"{final} exists; pick another --version (existing: {existing})")
     experiment = experiment_lib.Experiment.load(output_dir)
     problem, model, path = run_dir.open_run(output_dir, checkpoint_path)
@@ -90,7 +91,7 @@ def export(
             "model": experiment.model,
             "hparams_set": experiment.hparams_set,
             "problem": problem.name,
-            "checkpoint": os.path.abspath(path),
+            "checkpoint": files.absolute(path),
             "decode_hparams": hparams_lib.to_dict(hp),
             "signatures": {
                 serving.TEXT_SIGNATURE: "inputs: string [N] -> outputs: string [N], "
@@ -104,9 +105,9 @@ def export(
         files.write_atomically(
             os.path.join(temporary, METADATA_FILE), json.dumps(metadata, indent=2) + "\n"
         )
-        tf.io.gfile.rename(temporary, final)
+        files.rename_dir(temporary, final, last=("saved_model.pb",))
     finally:
         if tf.io.gfile.exists(temporary):
-            tf.io.gfile.rmtree(temporary)
+            files.remove_tree(temporary)
     logging.info("Exported %s (%s) to %s.", path, hp, final)
     return final

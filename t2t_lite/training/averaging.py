@@ -41,7 +41,7 @@ def select(model_dir: str, num_last: int, explicit: list[str]) -> list[str]:
 
 
 def _step(path: str) -> int:
-    reader = tf.train.load_checkpoint(path)
+    reader = checkpoints.reader(path)
     return int(reader.get_tensor(STEP_KEY)) if reader.has_tensor(STEP_KEY) else 0
 
 
@@ -84,7 +84,7 @@ def average(paths: list[str], output_path: str) -> None:
     Written under a temporary prefix and renamed (index last), so a reader
     never finds a half-written checkpoint.
     """
-    readers = [tf.train.load_checkpoint(path) for path in paths]
+    readers = [checkpoints.reader(path) for path in paths]
     variables = check_compatible(paths, readers)
     names, tensors = [], []
     for key, (_, dtype) in sorted(variables.items()):
@@ -95,7 +95,7 @@ def average(paths: list[str], output_path: str) -> None:
             value = tf.constant(readers[-1].get_tensor(key), dtype)
         names.append(key)
         tensors.append(value)
-    directory = os.path.dirname(os.path.abspath(output_path))
+    directory = os.path.dirname(files.absolute(output_path))
     files.check_writable_dir(directory, "--output_path's directory")
     files.remove_leftovers(directory, f"{os.path.basename(output_path)}{TEMPORARY}")
     temporary = f"{output_path}{TEMPORARY}{files.owner_tag()}"
@@ -124,8 +124,8 @@ def run(model_dir: str, num_last: int, explicit: list[str], output_path: str = "
     output_path = output_path or os.path.join(
         model_dir, run_dir.AVERAGED_DIR, f"{checkpoints.CHECKPOINT_NAME}-{_step(paths[-1])}"
     )
-    directory = os.path.dirname(os.path.abspath(output_path))
-    if model_dir and os.path.abspath(model_dir) == directory:
+    directory = os.path.dirname(files.absolute(output_path))
+    if model_dir and files.absolute(model_dir).rstrip("/") == directory:
         raise ValueError(
             f"--output_path {output_path!r} is in --model_dir; write it elsewhere "
             "(default: <model_dir>/averaged/)"
