@@ -1,9 +1,9 @@
 """Sharded TFRecord files of tf.train.Example: writing, parsing, checking."""
 
-import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 FEATURES = ("inputs", "targets")
@@ -30,11 +30,16 @@ def serialize(example: dict[str, list[int]]) -> bytes:
     return example.SerializeToString(deterministic=True)
 
 
-def write_shards(examples: Iterable[dict[str, list[int]]], paths: list[str]) -> int:
+def write_shards(
+    examples: Iterable[dict[str, list[int]]], paths: list[str], shuffle_seed: int | None = None
+) -> int:
     """Writes examples round-robin into `paths`; returns the example count.
 
     Each shard is written under a temporary name and renamed when complete, so
-    an interrupted run never leaves a partial file under a final name.
+    an interrupted run never leaves a partial file under a final name (on
+    object stores such as GCS the rename is a copy of the complete object).
+    With `shuffle_seed`, each shard's records are then put in a seeded random
+    order, one shard in memory at a time (tensor2tensor shuffles its shards so).
     """
     tmp_paths = [f"{path}.incomplete" for path in paths]
     writers = [tf.io.TFRecordWriter(path) for path in tmp_paths]
@@ -45,9 +50,20 @@ def write_shards(examples: Iterable[dict[str, list[int]]], paths: list[str]) -> 
     finally:
         for writer in writers:
             writer.close()
-    for tmp, path in zip(tmp_paths, paths, strict=True):
-        os.replace(tmp, path)
+    for index, (tmp, path) in enumerate(zip(tmp_paths, paths, strict=True)):
+        if shuffle_seed is not None:
+            _shuffle_file(tmp, [shuffle_seed, index])
+        tf.io.gfile.rename(tmp, path, overwrite=True)
     return count
+
+
+def _shuffle_file(path: str, seed: list[int]) -> None:
+    """Rewrites a TFRecord file's records in a seeded random order."""
+    records = [r for batch in tf.data.TFRecordDataset(path).batch(8192) for r in batch.numpy()]
+    order = np.random.default_rng(seed).permutation(len(records))
+    with tf.io.TFRecordWriter(path) as writer:
+        for i in order:
+            writer.write(records[i])
 
 
 def parse(serialized: tf.Tensor) -> dict[str, tf.Tensor]:
