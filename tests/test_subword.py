@@ -64,3 +64,28 @@ def test_saved_vocabularies_load_back_and_bad_files_are_named(tokens, tmp_path):
         subword.load(str(tmp_path / "missing"))
     with pytest.raises(ValueError, match="no text"):
         subword.learn([], 100)
+
+
+def test_pretokenize_cuts_where_regex_split_does():
+    import tensorflow as tf
+    import tensorflow_text as tf_text
+
+    texts = [
+        "Hello, world!  Two  spaces",
+        " leading and trailing ",
+        "",
+        " ",
+        "a\x01b\tc\r\nd",
+        "über 🦊 x,y. 3.14 — 日本語テキスト",
+        "\u2581already marked",
+        "ääå123abc...!!",
+    ]
+    words = subword.pretokenize(tf.constant(texts)).to_list()
+    marked = tf.strings.regex_replace(tf.constant(texts), " ", subword.SPACE)
+    reference = tf_text.regex_split(marked, subword.WORD, keep_delim_regex_pattern=subword.WORD)
+    assert words == reference.to_list()
+    for text, row in zip(texts, words, strict=True):
+        assert b"".join(row).decode() == text.replace(" ", subword.SPACE)
+    assert words[0] == [
+        w.encode() for w in ["Hello", ",", "▁world", "!", "▁", "▁Two", "▁", "▁spaces"]
+    ]

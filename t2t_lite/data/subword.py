@@ -33,10 +33,22 @@ UNK_ID = 2
 WORD = rf"{SPACE}?[\p{{L}}\p{{M}}\p{{N}}]+|{SPACE}?[^\p{{L}}\p{{M}}\p{{N}}{SPACE}]|{SPACE}"
 
 
+# Never in UTF-8 text: the byte pretokenize cuts at.
+CUT = b"\xff"
+
+
 def pretokenize(text: tf.Tensor) -> tf.RaggedTensor:
-    """text [N] -> words [N, (words)]; concatenated, they are the text with "▁" for " "."""
+    """text [N] -> words [N, (words)]; concatenated, they are the text with "▁" for " ".
+
+    The words are WORD's successive matches (every character belongs to
+    one). One global regex replace marks where each starts and a byte split
+    cuts there: the same words as tf_text.regex_split(marked, WORD,
+    keep_delim_regex_pattern=WORD), about five times faster.
+    """
     marked = tf.strings.regex_replace(text, " ", SPACE)
-    return tf_text.regex_split(marked, WORD, keep_delim_regex_pattern=WORD)
+    cut = tf.strings.regex_replace(marked, WORD, CUT + b"\\0")  # CUT before every word
+    words = tf.strings.split(cut, sep=CUT)  # [N, (words)], "" first
+    return tf.ragged.boolean_mask(words, tf.strings.length(words) > 0)
 
 
 def count_words(lines: Iterable[str], batch_size: int = 1024) -> collections.Counter:
