@@ -1,8 +1,9 @@
 """Text-to-text problems: parallel text -> a subword vocabulary -> TFRecords.
 
 A subclass yields (source, target, where) pairs per split; generate_data
-learns a vocabulary shared by source and target from the training pairs,
-saves it in the data dir, and writes the encoded examples. Empty pairs are
+learns a vocabulary shared by source and target from a uniform sample of
+the training pairs, saves it in the data dir, and streams the encoded
+examples into shards. Empty pairs are
 skipped and over-long ones dropped, both counted in the log. The vocabulary
 is bound to the problem (`bind`) wherever it is used: t2t-train copies it
 into the run dir, so decoding and export need only the run dir.
