@@ -10,8 +10,10 @@
   averaged/                t2t-avg-checkpoints' default output
   .t2t-train.lock          the running trainer's lock (run_lock.py)
 
-t2t-decode, t2t-export, t2t-visualize and t2t-avg-checkpoints open runs
-through here; every path goes through tf.io.gfile.
+The trainer claims and fills a run through here (`claim`, `save_vocabulary`);
+t2t-decode, t2t-export, t2t-visualize (`open_run`) and t2t-avg-checkpoints
+(`kept_checkpoints`) read runs through here; every path goes through
+tf.io.gfile.
 """
 
 import os
@@ -31,6 +33,25 @@ AVERAGED_DIR = "averaged"
 def is_run(directory: str) -> bool:
     """True for a directory a trainer has written experiment.json into."""
     return tf.io.gfile.exists(os.path.join(directory, EXPERIMENT_FILE))
+
+
+def claim(exp: experiment.Experiment, output_dir: str) -> None:
+    """Refuses a run directory that holds another experiment; writes experiment.json."""
+    exp.check_matches(output_dir)
+    exp.save(output_dir)
+
+
+def save_vocabulary(problem: problem_lib.Problem, output_dir: str) -> None:
+    """Copies the problem's vocabulary into the run, so readers need only the run."""
+    problem.save_assets(output_dir)
+
+
+def kept_checkpoints(output_dir: str) -> list[str]:
+    """The checkpoint prefixes the run keeps, oldest first (an error when none)."""
+    state = tf.train.get_checkpoint_state(output_dir)
+    if state is None or not state.all_model_checkpoint_paths:
+        checkpoints.latest(output_dir)  # raises: no checkpoint
+    return list(state.all_model_checkpoint_paths)
 
 
 def resolve_checkpoint(output_dir: str, checkpoint_path: str = "") -> str:

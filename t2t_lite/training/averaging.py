@@ -28,10 +28,7 @@ def select(model_dir: str, num_last: int, explicit: list[str]) -> list[str]:
         return sorted(explicit, key=_step)
     if num_last < 1:
         raise ValueError(f"--num_last_checkpoints must be >= 1, got {num_last}")
-    state = tf.train.get_checkpoint_state(model_dir)
-    if state is None:
-        checkpoints.latest(model_dir)  # raises: no checkpoint
-    available = list(state.all_model_checkpoint_paths)
+    available = run_dir.kept_checkpoints(model_dir)
     if len(available) < num_last:
         raise ValueError(
             f"--num_last_checkpoints={num_last}, but {model_dir!r} holds {len(available)} "

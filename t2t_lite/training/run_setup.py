@@ -10,7 +10,7 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_lite import experiment as experiment_lib
-from t2t_lite import files, run_lock
+from t2t_lite import files, run_dir, run_lock
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
 from t2t_lite.training import distribution
@@ -43,9 +43,10 @@ def prepare(
     if chief:  # one trainer per run dir; the chief holds it for its workers
         files.check_writable_dir(output_dir, "--output_dir")
         lock.acquire()
-    experiment.check_matches(output_dir)
     if chief:
-        experiment.save(output_dir)
+        run_dir.claim(experiment, output_dir)
+    else:
+        experiment.check_matches(output_dir)
     if not problem.has_data(data_dir):
         if not chief:
             raise FileNotFoundError(
@@ -64,5 +65,5 @@ def prepare(
                 f"({', '.join(paths)}): regenerate it with t2t-datagen from more data"
             )
     if chief:  # decoding and export read the vocabulary from the run dir
-        problem.save_assets(output_dir)
+        run_dir.save_vocabulary(problem, output_dir)
     return RunSetup(strategy, chief, problem, lock, data_dir, output_dir)
