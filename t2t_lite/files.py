@@ -1,5 +1,6 @@
 """File helpers: atomic text writes, writable-directory checks, leftovers of killed runs."""
 
+import contextlib
 import json
 import math
 import os
@@ -168,6 +169,12 @@ def read_text(path: str) -> str:
         return f.read().decode("utf-8")
 
 
+def scheme(path: str) -> str:
+    """A path's filesystem: "gs", "hdfs", "ram", ...; "" for a local path ("file" too)."""
+    name = path.split("://", 1)[0] if "://" in path else ""
+    return "" if name == "file" else name
+
+
 def absolute(path: str) -> str:
     """A local path made absolute; a URL (gs://, hdfs://, ram://) as it is."""
     return path if "://" in path else os.path.abspath(path)
@@ -175,21 +182,23 @@ def absolute(path: str) -> str:
 
 # Filesystems whose rename moves a whole directory (atomically on local disks
 # and HDFS; object by object, but complete when it returns, on GCS).
-DIRECTORY_RENAME = ("", "file", "gs", "hdfs", "viewfs")
+DIRECTORY_RENAME = ("", "gs", "hdfs", "viewfs")
 
 
 def remove_tree(path: str) -> None:
-    """Removes a directory tree, file by file where rmtree is not supported."""
+    """Removes a directory tree; where rmtree fails (ram:// lists directory
+    entries, such as SavedModel's assets.extra, that it cannot delete), file
+    by file, leaving only such directory entries, which hold nothing.
+    """
     try:
         tf.io.gfile.rmtree(path)
     except tf.errors.OpError:
         for directory, _, names in tf.io.gfile.walk(path, topdown=False):
             for name in names:
-                tf.io.gfile.remove(os.path.join(directory, name))
-            try:
+                if tf.io.gfile.exists(os.path.join(directory, name)):
+                    tf.io.gfile.remove(os.path.join(directory, name))
+            with contextlib.suppress(tf.errors.OpError):  # a directory entry without an object
                 tf.io.gfile.remove(directory)
-            except tf.errors.OpError:
-                pass  # no directory objects on this filesystem
 
 
 def rename_dir(source: str, destination: str, last: tuple[str, ...] = ()) -> None:
@@ -199,8 +208,7 @@ def rename_dir(source: str, destination: str, last: tuple[str, ...] = ()) -> Non
     `last` copied last, so that a reader waiting for one of them (TF Serving
     for saved_model.pb) finds a complete tree.
     """
-    scheme = source.split("://")[0] if "://" in source else ""
-    if scheme in DIRECTORY_RENAME:
+    if scheme(source) in DIRECTORY_RENAME:
         tf.io.gfile.rename(source, destination)
         return
     copies, final = [], []

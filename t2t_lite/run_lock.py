@@ -32,10 +32,6 @@ class RunLockedError(ValueError):
     """Another live trainer owns the run directory."""
 
 
-def _is_local(path: str) -> bool:
-    return "://" not in path or path.startswith("file://")
-
-
 class RunLock:
     """The lock of one run directory, held by this process."""
 
@@ -99,7 +95,7 @@ class RunLock:
 
     def _write(self, fresh: bool) -> None:
         record = self._record()
-        if _is_local(self.path) and fresh:
+        if not files.scheme(self.path) and fresh:
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:

@@ -22,11 +22,6 @@ def iter_nonempty(path: str) -> Iterator[str]:
         raise ValueError(f"{path}: the file is empty (no line with text)")
 
 
-def read_nonempty(path: str) -> list[str]:
-    """iter_nonempty as a list."""
-    return list(iter_nonempty(path))
-
-
 def read_pairs(paths: list[str]) -> Iterator[tuple[str, str, str]]:
     """(source, target, "file:line") from [a.tsv] (source<TAB>target) or [source, target]."""
     if len(paths) == 1:

@@ -195,9 +195,8 @@ class Text2TextProblem(problem.Problem):
             .map(tokenize, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
             .prefetch(4)
         )
-        for flat, row_splits in dataset.as_numpy_iterator():
-            n = (len(row_splits) - 1) // 2
-            values, splits = flat, row_splits  # [2n] rows
+        for values, splits in dataset.as_numpy_iterator():  # [2n] rows
+            n = (len(splits) - 1) // 2
             for i in range(n):
                 inputs = values[splits[i] : splits[i + 1]]
                 targets = values[splits[n + i] : splits[n + i + 1]]
