@@ -40,11 +40,14 @@ setuptools.setup(
         "serving": ["tensorflow-serving-api>=2.21,<2.22"],
         # t2t-visualize and t2t-compare's plots.
         "viz": ["matplotlib>=3.7,<4"],
+        # t2t-export --format=ctranslate2, and the decoding benchmark's reference.
+        "ctranslate2": ["ctranslate2>=4.5,<5"],
         "test": [
             "pytest>=8,<10",
             "ruff>=0.6",
             "tensorflow-serving-api>=2.21,<2.22",
             "matplotlib>=3.7,<4",
+            "ctranslate2>=4.5,<5",
         ],
     },
 )

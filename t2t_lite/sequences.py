@@ -9,6 +9,9 @@ from absl import logging
 
 PAD_ID = 0
 EOS_ID = 1
+# The reserved ids' names where a vocabulary is written out as tokens.
+PAD_TOKEN = "<pad>"
+EOS_TOKEN = "<EOS>"
 BUCKET_MULTIPLE = 8  # padded lengths are multiples of this
 
 

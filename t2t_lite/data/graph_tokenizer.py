@@ -10,6 +10,8 @@ import abc
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from t2t_lite import sequences
+
 
 class GraphTokenizer(tf.Module, abc.ABC):
     """The interface an export needs (a tf.Module, so its tables are saved)."""
@@ -25,6 +27,11 @@ class GraphTokenizer(tf.Module, abc.ABC):
     @abc.abstractmethod
     def detokenize(self, ids: tf.RaggedTensor) -> tf.Tensor:
         """ids [N, (tokens)] without EOS or PAD -> text [N]."""
+
+    @abc.abstractmethod
+    def vocabulary(self) -> list[str]:
+        """The token of every id, in id order, all distinct (PAD and EOS by
+        their sequences.*_TOKEN names): what a token-based engine reads."""
 
 
 class SymbolTokenizer(GraphTokenizer):
@@ -44,12 +51,19 @@ class SymbolTokenizer(GraphTokenizer):
         # Id -> text; reserved ids (PAD, EOS) map to nothing.
         self._symbols = tf.constant([""] * first_id + list(symbols))
         self._first_id = first_id
+        reserved = [sequences.PAD_TOKEN, sequences.EOS_TOKEN]
+        if first_id != len(reserved) or set(reserved) & set(symbols):
+            raise ValueError(f"symbols must follow PAD and EOS and differ from {reserved}")
+        self._vocabulary = reserved + list(symbols)
 
     def tokenize(self, text: tf.Tensor) -> tuple[tf.RaggedTensor, tf.Tensor]:
         tokens = self._splitter.tokenize(text)  # [N, (tokens)] strings
         ids = tf.ragged.map_flat_values(self._table.lookup, tokens)  # [N, (tokens)]
         known = tf.reduce_all(ids >= 0, axis=1)  # [N]
         return ids, known
+
+    def vocabulary(self) -> list[str]:
+        return list(self._vocabulary)
 
     def detokenize(self, ids: tf.RaggedTensor) -> tf.Tensor:
         vocab_size = tf.shape(self._symbols)[0]

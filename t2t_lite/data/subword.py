@@ -21,12 +21,12 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
-from t2t_lite import files
+from t2t_lite import files, sequences
 from t2t_lite.data import graph_tokenizer
 
 SPACE = "\u2581"
 SUFFIX = "##"
-PAD, EOS, UNK = "<pad>", "<EOS>", "[UNK]"
+PAD, EOS, UNK = sequences.PAD_TOKEN, sequences.EOS_TOKEN, "[UNK]"
 RESERVED = (PAD, EOS, UNK)
 UNK_ID = 2
 # A word: optional "▁" then letters/marks/digits; or one other character.
@@ -120,6 +120,9 @@ class SubwordTokenizer(graph_tokenizer.GraphTokenizer):
     @property
     def tokens(self) -> list[str]:
         return [token.decode("utf-8") for token in self._tokens.numpy()]
+
+    def vocabulary(self) -> list[str]:
+        return self.tokens
 
     def tokenize(self, text: tf.Tensor) -> tuple[tf.RaggedTensor, tf.Tensor]:
         pieces = self._wordpiece.tokenize(pretokenize(text))  # [N, (words), (pieces)]

@@ -19,6 +19,7 @@ class DecodeHParams:
     beam_size: int = 1  # 1: greedy (or sampling when temperature > 0)
     alpha: float = 0.6  # length penalty ((5 + len) / 6) ** alpha
     extra_length: int = 50  # outputs are at most input length + extra_length
+    min_length: int = 0  # EOS is not chosen before this many symbols (when the limit allows)
     batch_size: int = 32  # inputs per batch (lines are batched by length)
     return_beams: bool = False  # write all beam_size hypotheses, tab-separated
     write_beam_scores: bool = False  # append each hypothesis' score
@@ -34,6 +35,7 @@ class DecodeHParams:
         require(self.beam_size >= 1, "beam_size", "must be >= 1")
         require(self.alpha >= 0, "alpha", "must be >= 0")
         require(self.extra_length >= 1, "extra_length", "must be >= 1")
+        require(self.min_length >= 0, "min_length", "must be >= 0")
         require(self.batch_size >= 1, "batch_size", "must be >= 1")
         require(self.temperature >= 0, "temperature", "must be >= 0")
         require(self.top_k >= 0, "top_k", "must be >= 0")
@@ -49,6 +51,10 @@ class DecodeHParams:
         return self.beam_size if self.return_beams else 1
 
 
+# Whether searches are XLA-compiled unless the caller says (t2t-decode --xla_compile).
+XLA_BY_DEFAULT = False
+
+
 class Decoder:
     """Searches a model's cached decoder: padded input ids -> ids and scores.
 
@@ -56,16 +62,18 @@ class Decoder:
     shape: batches are padded to batch_size rows and to a bucket length.
     """
 
-    def __init__(self, model: keras.Model, hp: DecodeHParams, xla_compile: bool = False):
+    def __init__(self, model: keras.Model, hp: DecodeHParams, xla_compile: bool | None = None):
         self.model = model
         self.hp = hp
-        self.search = tf.function(self.search_ids, jit_compile=xla_compile)
+        self.xla_compile = XLA_BY_DEFAULT if xla_compile is None else xla_compile
+        self.search = tf.function(self.search_ids, jit_compile=self.xla_compile)
 
     def search_ids(self, inputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         """inputs [B, S] (EOS-terminated, PAD after) -> (ids [B, K, T], scores [B, K]).
 
         Row i's output has at most (its input length + extra_length) symbols
-        before EOS: past that, EOS is the only choice. T is fixed per input
+        before EOS: past that, EOS is the only choice; before min_length
+        symbols EOS is never chosen. T is fixed per input
         shape (S + extra_length + 1), so rows of any length share one trace.
         """
         hp = self.hp
@@ -78,8 +86,10 @@ class Decoder:
 
         def step_fn(ids, index, cache):
             logits, cache = self.model.decode_step(ids, index, cache)
-            vocab = tf.range(tf.shape(logits)[-1])
-            only_eos = tf.where(vocab == sequences.EOS_ID, 0.0, search.NEG)  # [V]
+            is_eos = tf.range(tf.shape(logits)[-1]) == sequences.EOS_ID  # [V]
+            if hp.min_length:
+                logits = tf.where(is_eos & (index < hp.min_length), search.NEG, logits)
+            only_eos = tf.where(is_eos, 0.0, search.NEG)  # [V]
             over = (index >= limits[: tf.shape(ids)[0]])[:, tf.newaxis]  # [N, 1]
             return tf.where(over, only_eos, logits), cache
 

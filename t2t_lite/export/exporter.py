@@ -1,4 +1,8 @@
-"""What t2t-export does: a trained run -> export_dir/<version>/, a SavedModel, atomically."""
+"""What t2t-export does: a trained run -> export_dir/<version>/, atomically.
+
+Two formats: a SavedModel (TF Serving; text in, text out) or a CTranslate2
+model directory (the Transformer only).
+"""
 
 import contextlib
 import json
@@ -13,12 +17,16 @@ from t2t_lite import experiment as experiment_lib
 from t2t_lite import files, run_dir
 from t2t_lite import hparams as hparams_lib
 from t2t_lite.decoding import decoder as decoder_lib
-from t2t_lite.export import serving
+from t2t_lite.export import ctranslate2_model, serving
 
 # Beside the SavedModel; TF Serving's loader ignores assets.extra except for warmup.
 METADATA_FILE = os.path.join("assets.extra", "t2t_lite_export.json")
 DEFAULT_DECODE_HPARAMS = "beam_size=4,alpha=0.6"
-# A SavedModel is written as <export_dir>/.incomplete-<owner tag><version>, then renamed.
+SAVED_MODEL, CTRANSLATE2 = "saved_model", "ctranslate2"
+FORMATS = (SAVED_MODEL, CTRANSLATE2)
+# Beside a CTranslate2 model's files.
+CTRANSLATE2_METADATA_FILE = "t2t_lite_export.json"
+# An export is written as <export_dir>/.incomplete-<owner tag><version>, then renamed.
 TEMPORARY = ".incomplete-"
 
 
@@ -62,13 +70,16 @@ def export(
     overrides: str = "",
     version: int = 0,
     data_dir: str = "",
+    export_format: str = SAVED_MODEL,
 ) -> str:
     """Writes export_dir/<version> (default: one past the newest) and returns its path.
 
-    The SavedModel is written under a hidden temporary name in export_dir and
+    The export is written under a hidden temporary name in export_dir and
     renamed into place when complete, so a server watching export_dir never
     sees half an export; an existing version is never overwritten.
     """
+    if export_format not in FORMATS:
+        raise ValueError(f"--format must be one of {', '.join(FORMATS)}, got {export_format!r}")
     hp = decode_hparams(overrides)
     files.check_writable_dir(export_dir, "--export_dir")
     existing = versions(export_dir)
@@ -79,35 +90,65 @@ def export(
     if tf.io.gfile.exists(final):
         raise ValueError(f"{final} exists; pick another --version (existing: {existing})")
     experiment = experiment_lib.Experiment.load(output_dir)
+    if export_format == CTRANSLATE2:
+        ctranslate2_model.check_mappable(experiment.model)
     problem, model, path = run_dir.open_run(output_dir, checkpoint_path)
     tokenizer = problem.graph_tokenizer(data_dir)
-    module = serving.ServingModule(model, tokenizer, hp, problem.vocab_size)
     files.remove_leftovers(export_dir, TEMPORARY)
     temporary = os.path.join(export_dir, f"{TEMPORARY}{files.owner_tag()}{version}")
+    metadata = {
+        "format": export_format,
+        "model": experiment.model,
+        "hparams_set": experiment.hparams_set,
+        "problem": problem.name,
+        "checkpoint": files.absolute(path),
+        "decode_hparams": hparams_lib.to_dict(hp),
+        "tensorflow": tf.__version__,
+    }
     try:
-        with _logging_kept():
-            tf.saved_model.save(module, temporary, signatures=module.signatures())
-        metadata = {
-            "model": experiment.model,
-            "hparams_set": experiment.hparams_set,
-            "problem": problem.name,
-            "checkpoint": files.absolute(path),
-            "decode_hparams": hparams_lib.to_dict(hp),
-            "signatures": {
-                serving.TEXT_SIGNATURE: "inputs: string [N] -> outputs: string [N], "
-                "scores: float [N], status: string [N]",
-                serving.IDS_SIGNATURE: "inputs: int32 [N, S] -> outputs: int32 [N, T], "
-                "scores: float [N], status: string [N]",
-            },
-            "tensorflow": tf.__version__,
-            "tensorflow_text": tensorflow_text.__version__,
-        }
-        files.write_atomically(
-            os.path.join(temporary, METADATA_FILE), json.dumps(metadata, indent=2) + "\n"
-        )
-        files.rename_dir(temporary, final, last=("saved_model.pb",))
+        if export_format == SAVED_MODEL:
+            _write_saved_model(temporary, model, tokenizer, hp, problem.vocab_size, metadata)
+            last = "saved_model.pb"
+        else:
+            _write_ctranslate2(temporary, model, tokenizer.vocabulary(), hp, metadata)
+            last = "model.bin"
+        files.rename_dir(temporary, final, last=(last,))
     finally:
         if tf.io.gfile.exists(temporary):
             files.remove_tree(temporary)
     logging.info("Exported %s (%s) to %s.", path, hp, final)
     return final
+
+
+def _write_saved_model(temporary, model, tokenizer, hp, vocab_size: int, metadata: dict) -> None:
+    module = serving.ServingModule(model, tokenizer, hp, vocab_size)
+    with _logging_kept():
+        tf.saved_model.save(module, temporary, signatures=module.signatures())
+    metadata = {
+        **metadata,
+        "signatures": {
+            serving.TEXT_SIGNATURE: "inputs: string [N] -> outputs: string [N], "
+            "scores: float [N], status: string [N]",
+            serving.IDS_SIGNATURE: "inputs: int32 [N, S] -> outputs: int32 [N, T], "
+            "scores: float [N], status: string [N]",
+        },
+        "tensorflow_text": tensorflow_text.__version__,
+    }
+    files.write_atomically(
+        os.path.join(temporary, METADATA_FILE), json.dumps(metadata, indent=2) + "\n"
+    )
+
+
+def _write_ctranslate2(temporary, model, tokens: list[str], hp, metadata: dict) -> None:
+    # Room for the longest input plus EOS, and for the longest output plus EOS.
+    max_positions = hp.max_input_length + hp.extra_length + 2
+    ctranslate2_model.write(model, tokens, max_positions, temporary)
+    metadata = {
+        **metadata,
+        "ctranslate2": ctranslate2_model.version(),
+        # translate_batch options that decode as t2t-decode does with these decode hparams.
+        "translate_options": ctranslate2_model.translate_options(hp),
+    }
+    files.write_atomically(
+        os.path.join(temporary, CTRANSLATE2_METADATA_FILE), json.dumps(metadata, indent=2) + "\n"
+    )

@@ -1,0 +1,168 @@
+"""A trained `transformer` as a CTranslate2 model directory (`t2t-export --format=ctranslate2`).
+
+The mapping, layer by layer (Keras kernels are [in, out]; CTranslate2's
+linear weights are [out, in]):
+
+- one shared embedding matrix for source and target embeddings and the
+  output projection (no bias); CTranslate2 scales embeddings by sqrt(C) as
+  t2t_lite does;
+- the timing signal as an explicit position table (tensor2tensor's
+  [sin, cos] layout) of `max_positions` rows, so no engine default is assumed;
+- self-attention: query, key and value fused into one [3C, C] projection;
+  encoder-decoder attention: the query, then key and value fused [2C, C];
+  CTranslate2 scales queries by 1/sqrt(depth) as t2t_lite does;
+- the FFN's two dense layers with their biases, ReLU;
+- layer norms with t2t_lite's epsilon; pre-norm with the stacks' final norms,
+  or post-norm (LayerNorm(x + f(x))) without;
+- the decoder starts from a zero embedding at position 0 (t2t_lite's PAD
+  start symbol is embedded as zeros) and EOS is appended to the source.
+
+Only the Transformer maps: the Universal Transformer's recurrence (shared
+weights, step signals) and ACT have no CTranslate2 equivalent.
+"""
+
+import os
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from t2t_lite import files, sequences
+from t2t_lite.layers import embedding, transformer_layers
+
+MODEL = "transformer"  # the only model family CTranslate2 can run
+
+
+def check_mappable(model_name: str) -> None:
+    """Refuses a run whose model CTranslate2 cannot express."""
+    if model_name != MODEL:
+        raise ValueError(
+            f"--format=ctranslate2: the run's model is {model_name!r}; only {MODEL!r} maps to "
+            "CTranslate2 (the Universal Transformer's recurrence and ACT have no equivalent "
+            "there); export it as a SavedModel (--format=saved_model) instead"
+        )
+
+
+def _ctranslate2():
+    try:
+        import ctranslate2
+    except ImportError:
+        raise ValueError(
+            "--format=ctranslate2 needs the ctranslate2 package: pip install 't2t_lite[ctranslate2]'"
+        ) from None
+    return ctranslate2
+
+
+def version() -> str:
+    return _ctranslate2().__version__
+
+
+def translate_options(hp) -> dict:
+    """Translator.translate_batch options closest to t2t-decode with decode hparams `hp`.
+
+    Exact but for two things CTranslate2 does not offer: its length penalty
+    divides by length ** length_penalty (t2t_lite: GNMT's ((5 + length) / 6)
+    ** alpha; equal at alpha = 0), and its output limit is one number for the
+    batch (t2t_lite: each input's length + extra_length).
+    """
+    return {
+        "beam_size": hp.beam_size,
+        "length_penalty": hp.alpha,
+        "min_decoding_length": 0,  # t2t_lite may emit EOS first (an empty output)
+        "max_input_length": hp.max_input_length + 1,  # with EOS
+        "max_decoding_length": hp.max_input_length + hp.extra_length + 1,
+    }
+
+
+def _numpy(variable) -> np.ndarray:
+    return np.asarray(tf.cast(variable, tf.float32).numpy(), np.float32)
+
+
+def _linear(spec, *dense_layers) -> None:
+    """One CTranslate2 linear layer from Keras Dense layers fused along outputs."""
+    spec.weight = np.concatenate([_numpy(d.kernel).T for d in dense_layers], axis=0)
+    biases = [d.bias for d in dense_layers if d.bias is not None]
+    if biases:
+        spec.bias = np.concatenate([_numpy(b) for b in biases])
+
+
+def _norm(spec, layer) -> None:
+    spec.gamma, spec.beta = _numpy(layer.gamma), _numpy(layer.beta)
+
+
+def _self_attention(spec, block) -> None:
+    attention = block.self_attention
+    _norm(spec.layer_norm, block.self_attention_residual.norm)
+    _linear(spec.linear[0], attention.query, attention.key, attention.value)
+    _linear(spec.linear[1], attention.output_projection)
+
+
+def _ffn(spec, block) -> None:
+    _norm(spec.layer_norm, block.ffn_residual.norm)
+    _linear(spec.linear_0, block.ffn.inner)
+    _linear(spec.linear_1, block.ffn.outer)
+
+
+def build_spec(model, tokens: list[str], max_positions: int):
+    """The CTranslate2 TransformerSpec of a built t2t_lite Transformer, vocabulary registered."""
+    ct2 = _ctranslate2()
+    hp = model.hparams
+    pre_norm = hp.norm_position == "pre"
+    if len(tokens) != model.vocab_size or len(set(tokens)) != len(tokens):
+        raise ValueError(
+            f"the vocabulary has {len(tokens)} tokens ({len(set(tokens))} distinct); "
+            f"the model has {model.vocab_size} ids"
+        )
+    spec = ct2.specs.TransformerSpec.from_config(
+        (hp.encoder_layers, hp.decoder_layers), hp.num_heads, pre_norm=pre_norm
+    )
+    matrix = _numpy(model.embedding.weights_matrix)  # [V, C]
+    positions = embedding.timing_signal(max_positions, hp.hidden_size)[0].numpy()  # [P, C]
+    encoder, decoder = spec.encoder, spec.decoder
+    encoder.embeddings[0].weight = matrix
+    decoder.embeddings.weight = matrix
+    decoder.projection.weight = matrix
+    encoder.position_encodings.encodings = positions
+    decoder.position_encodings.encodings = positions
+    decoder.start_from_zero_embedding = True
+    if pre_norm:
+        _norm(encoder.layer_norm, model.encoder.final_norm)
+        _norm(decoder.layer_norm, model.decoder.final_norm)
+    for layer_spec, block in zip(encoder.layer, model.encoder.blocks, strict=True):
+        _self_attention(layer_spec.self_attention, block)
+        _ffn(layer_spec.ffn, block)
+    for layer_spec, block in zip(decoder.layer, model.decoder.blocks, strict=True):
+        _self_attention(layer_spec.self_attention, block)
+        cross = block.cross_attention
+        _norm(layer_spec.attention.layer_norm, block.cross_attention_residual.norm)
+        _linear(layer_spec.attention.linear[0], cross.query)
+        _linear(layer_spec.attention.linear[1], cross.key, cross.value)
+        _linear(layer_spec.attention.linear[2], cross.output_projection)
+        _ffn(layer_spec.ffn, block)
+    spec.config.layer_norm_epsilon = transformer_layers.LAYER_NORM_EPSILON
+    spec.config.add_source_eos = True
+    spec.config.bos_token = tokens[sequences.PAD_ID]
+    spec.config.eos_token = tokens[sequences.EOS_ID]
+    spec.config.decoder_start_token = tokens[sequences.PAD_ID]
+    spec.config.unk_token = tokens[sequences.PAD_ID]
+    spec.register_source_vocabulary(tokens)
+    spec.register_target_vocabulary(tokens)
+    spec.validate()
+    return spec
+
+
+def write(model, tokens: list[str], max_positions: int, directory: str) -> list[str]:
+    """Writes the CTranslate2 model files into `directory` (any filesystem) -> their names.
+
+    CTranslate2 saves to local disk only, so the files are made in a local
+    temporary directory and copied through tf.io.gfile.
+    """
+    spec = build_spec(model, tokens, max_positions)
+    names = []
+    with tempfile.TemporaryDirectory(prefix="t2t-ct2-") as local:
+        spec.save(local)
+        for name in sorted(os.listdir(local)):
+            with open(os.path.join(local, name), "rb") as f:
+                files.write_bytes_atomically(os.path.join(directory, name), f.read())
+            names.append(name)
+    return names

@@ -1,0 +1,152 @@
+"""t2t-export --format=ctranslate2: the same model, run by CTranslate2."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from conftest import run_binary
+
+from t2t_lite import checkpoints, experiment, run_dir, sequences
+from t2t_lite.data import problem
+from t2t_lite.decoding import decoder as decoder_lib
+from t2t_lite.export import ctranslate2_model, exporter
+
+ctranslate2 = pytest.importorskip("ctranslate2")
+
+
+def _tokens(ids, tokens):
+    return [tokens[i] for i in ids]
+
+
+@pytest.mark.parametrize("norm_position", ["pre", "post"])
+def test_every_token_log_prob_equals_teacher_forcing(norm_position, tmp_path):
+    """An untrained model (weights are random, the mapping is what is tested):
+    CTranslate2's log-probability of every target token, EOS included, equals
+    t2t_lite's teacher-forced one, for sources and targets of mixed lengths."""
+    exp = experiment.Experiment.resolve(
+        "transformer",
+        "test_identity_small",
+        "transformer_algorithmic_tiny",
+        f"hidden_size=32,filter_size=48,num_heads=4,norm_position={norm_position}",
+    )
+    vocab_size = 12
+    model = exp.build_model(vocab_size)
+    checkpoints.build_model(model)
+    tokens = [sequences.PAD_TOKEN, sequences.EOS_TOKEN] + [f"s{i}" for i in range(vocab_size - 2)]
+    ctranslate2_model.write(model, tokens, 32, str(tmp_path))
+    translator = ctranslate2.Translator(str(tmp_path), device="cpu")
+    rng = np.random.default_rng(5)
+    pairs = [
+        (rng.integers(2, vocab_size, n).tolist(), rng.integers(2, vocab_size, m).tolist())
+        for n, m in ((1, 1), (7, 3), (4, 9), (12, 12))
+    ]
+    results = translator.score_batch(
+        [_tokens(s, tokens) for s, _ in pairs], [_tokens(t, tokens) for _, t in pairs]
+    )
+    for (source, target), result in zip(pairs, results, strict=True):
+        features = {
+            "inputs": tf.constant([sequences.with_eos(source)]),
+            "targets": tf.constant([sequences.with_eos(target)]),
+        }
+        log_probs = tf.nn.log_softmax(model(features)).numpy()[0]  # [T, V]
+        expected = [log_probs[t, i] for t, i in enumerate(sequences.with_eos(target))]
+        np.testing.assert_allclose(result.log_probs, expected, atol=1e-4)
+
+
+@pytest.fixture(scope="module")
+def ct2_export(copy_run, tmp_path_factory):
+    """The copy run exported through the binary -> (export path, data dir, run dir)."""
+    data_dir, run = copy_run
+    export_dir = str(tmp_path_factory.mktemp("ct2"))
+    result = run_binary(
+        "t2t-export",
+        f"--output_dir={run}",
+        f"--export_dir={export_dir}",
+        "--format=ctranslate2",
+        "--decode_hparams=beam_size=4,extra_length=20",
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip().splitlines()[-1], data_dir, run
+
+
+def test_ctranslate2_decodes_the_trained_copy_model_as_t2t_decode(ct2_export):
+    path, data_dir, run = ct2_export
+    assert sorted(os.listdir(path)) == [
+        "config.json",
+        "model.bin",
+        "shared_vocabulary.json",
+        exporter.CTRANSLATE2_METADATA_FILE,
+    ]
+    with open(os.path.join(path, exporter.CTRANSLATE2_METADATA_FILE)) as f:
+        metadata = json.load(f)
+    assert metadata["format"] == "ctranslate2" and metadata["model"] == "transformer"
+    options = metadata["translate_options"]
+    problem_obj, model, _ = run_dir.open_run(run)
+    tokens = problem_obj.graph_tokenizer(data_dir).vocabulary()
+    with open(os.path.join(path, "shared_vocabulary.json")) as f:
+        assert json.load(f) == tokens
+    inputs = [
+        example["inputs"]
+        for example in problem.get("test_identity_small").generate_examples(
+            "dev", np.random.default_rng(11)
+        )
+    ][:24]
+    translator = ctranslate2.Translator(path, device="cpu")
+    source = [_tokens(ids, tokens) for ids in inputs]
+    for beam_size, alpha in ((1, 0.6), (4, 0.6), (4, 0.0)):
+        hp = decoder_lib.DecodeHParams(beam_size=beam_size, alpha=alpha, extra_length=20)
+        ours = decoder_lib.Decoder(model, hp).decode_ids(inputs)
+        theirs = translator.translate_batch(
+            source, **{**options, "beam_size": beam_size, "length_penalty": alpha}
+        )
+        for mine, result in zip(ours, theirs, strict=True):
+            assert _tokens(mine[0][0], tokens) == result.hypotheses[0]
+        if beam_size == 1 or alpha == 0.0:  # t2t_lite's score is the summed log-prob
+            theirs = translator.translate_batch(
+                source,
+                **{**options, "beam_size": beam_size, "length_penalty": 0.0},
+                return_scores=True,
+            )
+            np.testing.assert_allclose(
+                [result.scores[0] for result in theirs], [mine[0][1] for mine in ours], atol=1e-3
+            )
+
+
+def test_what_ctranslate2_cannot_run_is_refused_in_one_line(tmp_path):
+    run = str(tmp_path / "ut")
+    experiment.Experiment.resolve(
+        "universal_transformer", "test_identity_small", "universal_transformer_tiny"
+    ).save(run)
+    result = run_binary(
+        "t2t-export", f"--output_dir={run}", f"--export_dir={tmp_path}/e", "--format=ctranslate2"
+    )
+    assert result.returncode == 1
+    refusal = (
+        "t2t-export: error: --format=ctranslate2: the run's model is 'universal_transformer'; "
+        "only 'transformer' maps to CTranslate2 (the Universal Transformer's recurrence and "
+        "ACT have no equivalent there); export it as a SavedModel (--format=saved_model) instead"
+    )
+    assert refusal in result.stderr.splitlines()
+    assert "Traceback" not in result.stderr
+    result = run_binary(
+        "t2t-export", f"--output_dir={run}", f"--export_dir={tmp_path}/e", "--format=onnx"
+    )
+    assert result.returncode == 1
+    assert (
+        "t2t-export: error: --format must be one of saved_model, ctranslate2, got 'onnx'"
+        in result.stderr.splitlines()
+    )
+    assert not os.path.exists(tmp_path / "e" / "1")
+
+
+def test_a_ctranslate2_export_is_written_through_gfile(copy_run):
+    """On a filesystem without local paths: the files arrive whole, nothing temporary is left."""
+    export_dir = "ram://ct2_export"
+    path = exporter.export(copy_run[1], export_dir, export_format=exporter.CTRANSLATE2)
+    assert path == f"{export_dir}/1"
+    names = sorted(name.rstrip("/") for name in tf.io.gfile.listdir(export_dir))
+    assert names == ["1"]
+    for name in ("config.json", "model.bin", "shared_vocabulary.json"):
+        assert tf.io.gfile.stat(f"{path}/{name}").length > 0
