@@ -12,6 +12,11 @@ EOS_ID = 1
 # The reserved ids' names where a vocabulary is written out as tokens.
 PAD_TOKEN = "<pad>"
 EOS_TOKEN = "<EOS>"
+# Decoding caches: the entries under this key are fixed for the whole search
+# and the same for every hypothesis of an input row (the encoder bias, the
+# encoder's keys and values), so beam search tiles them once and never
+# reorders them.
+STATIC_CACHE = "static"
 BUCKET_MULTIPLE = 8  # padded lengths are multiples of this
 
 

@@ -29,6 +29,7 @@ MODELS = {
     ),
     "ut_sepconv": lambda: ut_model(transformer_ffn_type="sepconv"),
     "adaptive_ut": lambda: ut_model(adaptive=True),
+    "adaptive_ut_sepconv": lambda: ut_model(adaptive=True, transformer_ffn_type="sepconv"),
     "adaptive_ut_basic_long": lambda: ut_model(
         adaptive=True, act_type="basic", act_halting_bias_init=-1.0, act_max_steps=6
     ),
@@ -56,6 +57,35 @@ def test_cached_logits_equal_teacher_forced_logits(name):
     np.testing.assert_allclose(eager[REAL], full[REAL], atol=1e-5)
     compiled = tf.function(lambda: cached_logits(model))().numpy()
     np.testing.assert_allclose(compiled[REAL], full[REAL], atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["adaptive_ut", "adaptive_ut_sepconv"])
+def test_steps_after_every_row_halted_only_write_the_cache(name, monkeypatch):
+    """Once all rows have halted, a recurrence step runs `frozen_step` (and
+    no block application); the logits still equal teacher forcing."""
+    from t2t_lite.layers import transformer_layers
+
+    model = MODELS[name]()
+    calls = {"decode_step": 0, "frozen_step": 0}
+    block = transformer_layers.DecoderBlock
+
+    def counting(name, method):
+        def counted(self, *args, **kwargs):
+            calls[name] += 1
+            return method(self, *args, **kwargs)
+
+        return counted
+
+    for name_ in calls:
+        monkeypatch.setattr(block, name_, counting(name_, getattr(block, name_)))
+    logits = cached_logits(model).numpy()  # eager: only the taken branch runs
+    encoded, bias = model.encode(INPUTS)
+    full = model.decode(TARGETS, encoded, bias).numpy()
+    np.testing.assert_allclose(logits[REAL], full[REAL], atol=1e-5)
+    positions, max_steps = TARGETS.shape[1], model.hparams.act_max_steps
+    assert calls["frozen_step"] > 0
+    sepconv = name.endswith("sepconv")  # its frozen step applies the block itself
+    assert calls["decode_step"] == positions * max_steps - (0 if sepconv else calls["frozen_step"])
 
 
 def test_cache_entries_keep_their_shapes():

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t_lite import sequences
 from t2t_lite.decoding import search
 
 EPS = 1e-9
@@ -113,3 +114,68 @@ def test_compiled_search_is_traced_once_for_the_same_shapes(beam_size):
         ids, _ = run(cache_for(2))
     np.testing.assert_array_equal(ids.numpy(), eager_ids.numpy())
     assert run.experimental_get_tracing_count() == 1
+
+
+def prefix_model(vocab_size: int, max_length: int, seed: int):
+    """A step function whose logits depend on the whole prefix, which it reads
+    from its cache: the cache holds the decoder inputs so far [N, T] (written
+    at `index`) and, as a static entry, a bias per input row [N, V].
+    Returns (step_fn, initial cache for a batch of rows)."""
+    rng = np.random.default_rng(seed)
+    tables = tf.constant(rng.normal(size=[max_length, vocab_size, 8]), tf.float32)  # [T, V, F]
+    projection = tf.constant(rng.normal(size=[8, vocab_size]) * 2.0, tf.float32)  # [F, V]
+
+    def step_fn(ids, index, cache):
+        slot = tf.one_hot(index, max_length, dtype=tf.int32)  # [T]
+        prefix = cache["prefix"] * (1 - slot) + ids[:, tf.newaxis] * slot  # [N, T]
+        seen = tf.cast(tf.range(max_length) <= index, tf.float32)  # [T]
+        per_position = tf.einsum("ntv,tvf->ntf", tf.one_hot(prefix, vocab_size), tables)
+        features = tf.einsum("ntf,t->nf", per_position, seen)  # [N, F]
+        logits = tf.tanh(features) @ projection + cache[sequences.STATIC_CACHE]["bias"]
+        return logits, {**cache, "prefix": prefix}
+
+    def initial_cache(batch_size: int) -> dict:
+        bias = tf.constant(rng.normal(size=[batch_size, vocab_size]), tf.float32)
+        return {
+            "prefix": tf.zeros([batch_size, max_length], tf.int32),
+            sequences.STATIC_CACHE: {"bias": bias},
+        }
+
+    return step_fn, initial_cache
+
+
+def rescore(step_fn, cache: dict, row: int, ids: np.ndarray, alpha: float) -> float:
+    """A hypothesis' score recomputed from its own ids, one row, no search."""
+    cache = tf.nest.map_structure(lambda t: t[row : row + 1], cache)
+    previous, total, length = PAD, 0.0, len(ids)
+    for index, token in enumerate(ids):
+        logits, cache = step_fn(tf.constant([previous]), tf.constant(index), cache)
+        total += float(tf.nn.log_softmax(logits)[0, token])
+        previous = int(token)
+        if token == EOS:
+            length = index + 1
+            break
+    return total / float(search.length_penalty(length, alpha))
+
+
+@pytest.mark.parametrize("batch_size", [1, 3])
+def test_beam_search_reorders_the_cache_with_its_beams(batch_size, monkeypatch):
+    """Every returned hypothesis scores what its own ids score: the logits that
+    built it came from its own prefix. A cache left in place (or gathered by
+    the wrong beam) feeds a hypothesis another one's prefix and fails this."""
+    vocab_size, max_length, alpha = 6, 6, 0.6
+    step_fn, initial_cache = prefix_model(vocab_size, max_length, seed=batch_size)
+    cache = initial_cache(batch_size)
+
+    def mismatches() -> int:
+        ids, scores = search.beam_search(step_fn, cache, batch_size, max_length, 3, alpha)
+        wrong = 0
+        for row in range(batch_size):
+            for k in range(3):
+                expected = rescore(step_fn, cache, row, ids.numpy()[row, k], alpha)
+                wrong += not math.isclose(float(scores[row, k]), expected, abs_tol=1e-4)
+        return wrong
+
+    assert mismatches() == 0
+    monkeypatch.setattr(search, "_reorder", lambda cache, rows: cache)
+    assert mismatches() > 0

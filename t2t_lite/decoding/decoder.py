@@ -73,13 +73,18 @@ class Decoder:
 
         Row i's output has at most (its input length + extra_length) symbols
         before EOS: past that, EOS is the only choice; before min_length
-        symbols EOS is never chosen. T is fixed per input
-        shape (S + extra_length + 1), so rows of any length share one trace.
+        symbols EOS is never chosen. T is the longest row's length +
+        extra_length + 1 (under XLA: S + extra_length, fixed per input
+        shape); rows of any length share one trace.
         """
         hp = self.hp
         batch_size = tf.shape(inputs)[0]
-        max_length = tf.shape(inputs)[1] + hp.extra_length + 1
         symbols = tf.reduce_sum(tf.cast(inputs > sequences.EOS_ID, tf.int32), axis=1)  # [B]
+        # Positions for the longest output and its EOS. XLA needs it static
+        # (from the padded shape); otherwise it is the batch's own, so the
+        # caches are no longer than this batch needs.
+        longest = tf.shape(inputs)[1] - 1 if self.xla_compile else tf.reduce_max(symbols)
+        max_length = longest + hp.extra_length + 1
         limits = tf.repeat(symbols + hp.extra_length, hp.beam_size)  # [B*K] beam rows
         encoded, bias = self.model.encode(inputs)
         cache = self.model.init_cache(encoded, bias, max_length)

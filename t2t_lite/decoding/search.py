@@ -97,6 +97,17 @@ def _gather_beams(tensor: tf.Tensor, indices: tf.Tensor) -> tf.Tensor:
     return tf.gather(tensor, indices, batch_dims=1)
 
 
+def _reorder(cache: dict, rows: tf.Tensor) -> dict:
+    """The cache of the hypotheses at `rows` [B*K] of the tiled batch (static entries kept)."""
+    return {
+        key: value
+        if key == sequences.STATIC_CACHE
+        # Static shapes stay (a batch of one tiles to a known K rows).
+        else tf.nest.map_structure(lambda t: tf.ensure_shape(tf.gather(t, rows), t.shape), value)
+        for key, value in cache.items()
+    }
+
+
 def beam_search(
     step_fn: StepFn,
     cache: dict,
@@ -108,8 +119,9 @@ def beam_search(
     """Beam search -> (ids [B, K, T], scores [B, K]), best first.
 
     Scores are log-probabilities divided by the length penalty of the
-    hypothesis (EOS included). `cache` is for B rows; it is tiled to B * K
-    once and gathered by beam index every step. A hypothesis that emits EOS is
+    hypothesis (EOS included). `cache` (a dict) is for B rows; it is tiled to
+    B * K once and gathered by beam index every step, except its
+    sequences.STATIC_CACHE entry, the same for every beam of a row. A hypothesis that emits EOS is
     finished and never extended; the search stops early once no alive beam
     can beat the worst of the K finished ones. Beams still alive at
     max_length (no EOS) compete with finished ones on their penalized score.
@@ -144,7 +156,7 @@ def beam_search(
         flat_pick = tf.reshape(
             _gather_beams(top_beams, alive_pick) + k * tf.range(batch_size)[:, tf.newaxis], [-1]
         )  # [B*K] rows of the tiled cache
-        cache = tf.nest.map_structure(lambda t: tf.gather(t, flat_pick), cache)
+        cache = _reorder(cache, flat_pick)
 
         # Finished: the best K among those already finished and the new ends.
         penalized = top_scores / length_penalty(index + 1, alpha)

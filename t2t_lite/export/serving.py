@@ -46,7 +46,8 @@ class ServingModule(tf.Module):
         # a tracked Keras model would also trace its own default signature.
         self.model_variables = list(model.variables)
         self.tokenizer = tokenizer
-        self._decoder = decoder_lib.Decoder(model, hp)
+        # Not XLA-compiled: stock TF Serving runs the graph as saved.
+        self._decoder = decoder_lib.Decoder(model, hp, xla_compile=False)
         self._max_input_length = hp.max_input_length
         self._vocab_size = vocab_size
         self.serve_text = tf.function(

@@ -1,7 +1,7 @@
 """Adaptive Computation Time (Graves, 2016), per position, as in the UT paper (2.2)."""
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import keras
 import tensorflow as tf
@@ -116,23 +116,42 @@ class AdaptiveComputationTime(keras.layers.Layer):
             continues,
         )
 
-    def apply_unrolled(
-        self, state: tf.Tensor, step_fn: Callable[[tf.Tensor, int], tf.Tensor]
-    ) -> tuple[tf.Tensor, PonderStats]:
+    def apply_cached(
+        self,
+        state: tf.Tensor,
+        step_fn: Callable[[tf.Tensor, int], tuple[tf.Tensor, Any]],
+        frozen_fn: Callable[[tf.Tensor, int], Any],
+    ) -> tuple[tf.Tensor, list]:
         """`apply` for one decoding position of every row, state [B, 1, C].
 
-        Calls step_fn for all max_steps steps, halted or not, so it can write
-        every step's cache entry (a halted position's later entries hold its
-        frozen state); the output equals `apply`'s for the same position.
+        step_fn(state, t) -> (new state, step t's cache); frozen_fn(state, t)
+        -> the same cache for a frozen state, without the new state. Every
+        step's cache is made, halted or not, so later positions find a halted
+        position's frozen keys and values. While a row runs, step_fn runs
+        for the batch; from the first step at which every row has halted,
+        only frozen_fn (the carry no longer changes). Returns the output
+        (equal to `apply`'s for the same position) and the caches of steps
+        1..max_steps.
         """
         if not self.built:
             self.build(state.shape)
         carry = self._initial_carry(state, tf.ones(tf.shape(state)[:2]))
+        caches = []
         for step in range(1, self.max_steps + 1):
-            carry = self._advance(step, step_fn(carry[0], step), *carry)
-        _, output, weight_sums, remainders, n_updates, _ = carry
-        steps = tf.cast(tf.reduce_max(n_updates), tf.int32)
-        return output, PonderStats(n_updates, remainders, steps, weight_sums)
+
+            def run(carry=carry, step=step):
+                new_state, cache = step_fn(carry[0], step)
+                return self._advance(step, new_state, *carry), cache
+
+            def skip(carry=carry, step=step):
+                return carry, frozen_fn(carry[0], step)
+
+            if step == 1:
+                carry, cache = run()
+            else:
+                carry, cache = tf.cond(tf.reduce_any(carry[-1] > 0), run, skip)
+            caches.append(cache)
+        return carry[1], caches
 
     def apply(
         self,

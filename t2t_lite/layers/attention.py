@@ -89,12 +89,16 @@ class MultiHeadAttention(keras.layers.Layer):
 def write_at(cache: tf.Tensor, new: tf.Tensor, index: tf.Tensor | int) -> tf.Tensor:
     """Writes new [B, H, 1, D] at position `index` of cache [B, H, T, D] (fixed shape).
 
-    A one-hot blend rather than a concat, so the cache keeps its shape (no
-    shape invariants, XLA-friendly); attention reads the whole cache anyway.
+    A scatter of the B * H vectors, so the cache keeps its shape (no shape
+    invariants, XLA-friendly) and nothing else of it is rewritten: where the
+    runtime can reuse the buffer the update is in place; a one-hot blend
+    rewrote the whole cache three times per step.
     """
-    slot = tf.one_hot(index, tf.shape(cache)[2], dtype=cache.dtype)  # [T]
-    slot = slot[tf.newaxis, tf.newaxis, :, tf.newaxis]  # [1, 1, T, 1]
-    return cache * (1 - slot) + new * slot  # [B, H, T, D]
+    shape = tf.shape(cache)
+    rows, heads = tf.meshgrid(tf.range(shape[0]), tf.range(shape[1]), indexing="ij")  # [B, H]
+    positions = tf.fill(tf.shape(rows), tf.cast(index, tf.int32))  # [B, H]
+    indices = tf.stack([rows, heads, positions], axis=-1)  # [B, H, 3]
+    return tf.tensor_scatter_nd_update(cache, indices, new[:, :, 0, :])
 
 
 def step_bias(index: tf.Tensor | int, length: tf.Tensor | int) -> tf.Tensor:

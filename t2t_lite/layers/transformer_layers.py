@@ -6,6 +6,7 @@ from collections.abc import Callable
 import keras
 import tensorflow as tf
 
+from t2t_lite import sequences
 from t2t_lite.layers import attention, transition
 
 NORM_POSITIONS = ("pre", "post")
@@ -32,6 +33,10 @@ class Residual(keras.layers.Layer):
         self.norm_position = norm_position
         self.norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="norm")
         self.dropout = keras.layers.Dropout(dropout)
+
+    def sublayer_input(self, x: tf.Tensor) -> tf.Tensor:
+        """What `apply` feeds the sublayer: norm(x) (pre) or x (post)."""
+        return self.norm(x) if self.norm_position == "pre" else x
 
     def apply(self, x, sublayer: Callable[[tf.Tensor], tf.Tensor], training=False):
         """Wraps `sublayer` (a callable, so this is not Keras's __call__)."""
@@ -159,6 +164,32 @@ class DecoderBlock(keras.layers.Layer):
         )
         return self.ffn_residual.apply(x, ffn), new
 
+    def frozen_step(
+        self,
+        x: tf.Tensor,
+        cache: dict,
+        index: tf.Tensor,
+        cross_kv: tuple[tf.Tensor, tf.Tensor],
+        encoder_bias: tf.Tensor,
+    ) -> dict:
+        """The cache `decode_step` would leave for input x [B, 1, C], without its output.
+
+        For a halted (frozen) state under ACT: later positions read only what
+        it leaves in the cache. With the position-wise FFN that is the
+        self-attention keys/values of x, two projections instead of the whole
+        block; a transition with history (sepconv) needs the block's
+        intermediate values, so the block runs.
+        """
+        if not self.ffn.position_wise:
+            return self.decode_step(x, cache, index, cross_kv, encoder_bias)[1]
+        y = self.self_attention_residual.sublayer_input(x)
+        k, v = self.self_attention.project_memory(y)  # [B, H, 1, D] each
+        return {
+            **cache,
+            "k": attention.write_at(cache["k"], k, index),
+            "v": attention.write_at(cache["v"], v, index),
+        }
+
 
 class Stack(keras.layers.Layer):
     """A tuple of blocks with a final layer norm in the pre-norm placement.
@@ -186,15 +217,17 @@ class Stack(keras.layers.Layer):
 
     def initial_cache(self, encoded: tf.Tensor, max_length: int) -> dict:
         """A decoder stack's decoding state, entry "layer_<i>" per block: empty
-        self-attention keys/values [B, H, T, D] and the cross-attention
-        keys/values of `encoded` [B, H, S, D], computed once.
+        self-attention keys/values [B, H, T, D]; under sequences.STATIC_CACHE,
+        "layer_<i>" holds the cross-attention keys/values of `encoded`
+        [B, H, S, D], computed once.
         """
         batch_size = tf.shape(encoded)[0]
-        cache = {}
+        cache, static = {}, {}
         for i, block in enumerate(self.blocks):
-            layer = block.initial_cache(batch_size, max_length, encoded.dtype)
-            layer["cross_k"], layer["cross_v"] = block.cross_attention.project_memory(encoded)
-            cache[f"layer_{i}"] = layer
+            cache[f"layer_{i}"] = block.initial_cache(batch_size, max_length, encoded.dtype)
+            cross_k, cross_v = block.cross_attention.project_memory(encoded)
+            static[f"layer_{i}"] = {"cross_k": cross_k, "cross_v": cross_v}
+        cache[sequences.STATIC_CACHE] = static
         return cache
 
     def decode_step(
@@ -204,9 +237,9 @@ class Stack(keras.layers.Layer):
         this stack's entries updated; other entries passed through)."""
         new = dict(cache)
         for i, block in enumerate(self.blocks):
-            layer = cache[f"layer_{i}"]
+            cross = cache[sequences.STATIC_CACHE][f"layer_{i}"]
             x, new[f"layer_{i}"] = block.decode_step(
-                x, layer, index, (layer["cross_k"], layer["cross_v"]), encoder_bias
+                x, cache[f"layer_{i}"], index, (cross["cross_k"], cross["cross_v"]), encoder_bias
             )
         if self.final_norm is not None:
             x = self.final_norm(x)

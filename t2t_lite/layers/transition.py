@@ -9,6 +9,8 @@ TRANSITIONS = ("fc", "sepconv")
 class FeedForward(keras.layers.Layer):
     """Position-wise FFN: Dense(filter, relu) -> dropout -> Dense(hidden)."""
 
+    position_wise = True  # no history between decoding steps
+
     def __init__(self, hidden_size: int, filter_size: int, relu_dropout: float, **kwargs):
         super().__init__(**kwargs)
         self.inner = keras.layers.Dense(filter_size, activation="relu", name="inner")
@@ -37,6 +39,8 @@ class SeparableConvolution(keras.layers.Layer):
     convolution so they never leak into real ones. `causal=True` (the decoder)
     pads on the left only, so position t sees positions <= t.
     """
+
+    position_wise = False  # decoding steps carry the causal windows' history
 
     def __init__(
         self,

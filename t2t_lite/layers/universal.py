@@ -5,6 +5,7 @@ from collections.abc import Callable
 import keras
 import tensorflow as tf
 
+from t2t_lite import sequences
 from t2t_lite.layers import act, embedding, transformer_layers
 
 STEP_SIGNALS = ("sinusoid", "learned")
@@ -124,12 +125,12 @@ class UniversalStack(keras.layers.Layer):
     def initial_cache(self, encoded: tf.Tensor, max_length: int) -> dict:
         """A decoder stack's decoding state: per recurrence step "step_<t>", empty
         self-attention keys/values [B, H, T, D] (weights are shared,
-        activations are not); the shared block's cross-attention keys/values
-        of `encoded` [B, H, S, D] once.
+        activations are not); under sequences.STATIC_CACHE the shared block's
+        cross-attention keys/values of `encoded` [B, H, S, D], computed once.
         """
         batch_size = tf.shape(encoded)[0]
         cross_k, cross_v = self.block.cross_attention.project_memory(encoded)
-        cache = {"cross_k": cross_k, "cross_v": cross_v}
+        cache = {sequences.STATIC_CACHE: {"cross_k": cross_k, "cross_v": cross_v}}
         for step in range(1, self.max_steps + 1):
             cache[f"step_{step}"] = self.block.initial_cache(batch_size, max_length, encoded.dtype)
         return cache
@@ -138,37 +139,41 @@ class UniversalStack(keras.layers.Layer):
         self, x: tf.Tensor, index: tf.Tensor, cache: dict, encoder_bias: tf.Tensor
     ) -> tuple[tf.Tensor, dict]:
         """The decoder stack at one position: x [B, 1, C] -> ([B, 1, C], cache with
-        this stack's entries updated; other entries passed through)."""
-        new = dict(cache)
+        this stack's entries updated; other entries passed through).
 
-        def block_step(y: tf.Tensor, step: int) -> tf.Tensor:
-            y, new[f"step_{step}"] = self.block.decode_step(
-                y, cache[f"step_{step}"], index, (cache["cross_k"], cache["cross_v"]), encoder_bias
-            )
-            return y
-
-        return self.apply_step(x, index, block_step), new
-
-    def apply_step(
-        self,
-        x: tf.Tensor,
-        index: tf.Tensor,
-        block_step: Callable[[tf.Tensor, int], tf.Tensor],
-    ) -> tf.Tensor:
-        """`apply` for one decoding position, x [B, 1, C] -> [B, 1, C].
-
-        block_step(input, step) applies the block at that position for that
-        recurrence step (reading and writing that step's cache). Under ACT all
-        act_max_steps steps run, so halted positions still leave their
-        (frozen) keys and values for later positions.
+        Each recurrence step t reads and writes its own entry "step_<t>".
+        Under ACT every step's entry is written, so later positions find the
+        keys and values of a halted position's frozen state; once every row
+        has halted, a step only writes those (`DecoderBlock.frozen_step`)
+        instead of applying the block, which is exact: halted rows' states
+        and outputs no longer change.
         """
+        static = cache[sequences.STATIC_CACHE]
+        cross_kv = (static["cross_k"], static["cross_v"])
         position = embedding.timing_signal(1, x.shape[-1], start=index)  # [1, 1, C]
-        step_fn = self._with_signals(position, block_step)
+
+        def block_input(state: tf.Tensor, step: int) -> tf.Tensor:
+            signal = position + self.step_signal.signal(step)  # [1, 1, C]
+            return state + tf.cast(signal, state.dtype)
+
+        def full(state: tf.Tensor, step: int) -> tuple[tf.Tensor, dict]:
+            return self.block.decode_step(
+                block_input(state, step), cache[f"step_{step}"], index, cross_kv, encoder_bias
+            )
+
+        def frozen(state: tf.Tensor, step: int) -> dict:
+            return self.block.frozen_step(
+                block_input(state, step), cache[f"step_{step}"], index, cross_kv, encoder_bias
+            )
+
+        new = dict(cache)
         if self.halting is None:
             for step in range(1, self.num_steps + 1):
-                x = step_fn(x, step)
+                x, new[f"step_{step}"] = full(x, step)
         else:
-            x, _ = self.halting.apply_unrolled(x, step_fn)
+            x, step_caches = self.halting.apply_cached(x, full, frozen)
+            for step, step_cache in enumerate(step_caches, start=1):
+                new[f"step_{step}"] = step_cache
         if self.final_norm is not None:
             x = self.final_norm(x)
-        return x
+        return x, new

@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from t2t_lite import registry
+from t2t_lite import registry, sequences
 from t2t_lite.layers import embedding, masks, transformer_layers
 from t2t_lite.models import transformer_hparams
 
@@ -94,11 +94,14 @@ class Transformer(keras.Model):
         return self.embedding.logits(x)
 
     def init_cache(self, encoded: tf.Tensor, encoder_bias: tf.Tensor, max_length: int) -> dict:
-        """Decoding state for up to max_length target positions: the encoder
-        bias and the decoder stack's caches. Every entry is batch-major, so
-        beam search can gather it by beam.
+        """Decoding state for up to max_length target positions: the decoder
+        stack's caches, with the encoder bias among the static entries
+        (sequences.STATIC_CACHE). Every entry is batch-major, so beam search
+        can gather it by beam.
         """
-        return {"encoder_bias": encoder_bias, **self.decoder.initial_cache(encoded, max_length)}
+        cache = self.decoder.initial_cache(encoded, max_length)
+        cache[sequences.STATIC_CACHE]["encoder_bias"] = encoder_bias
+        return cache
 
     def embed_step(self, ids: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
         """Decoder input ids [B] at position `index` -> [B, 1, C], with its timing signal."""
@@ -114,7 +117,8 @@ class Transformer(keras.Model):
         the step (its blocks, or its recurrence) on its own cache entries.
         """
         x = self.embed_step(ids, index)
-        x, cache = self.decoder.decode_step(x, index, cache, cache["encoder_bias"])
+        encoder_bias = cache[sequences.STATIC_CACHE]["encoder_bias"]
+        x, cache = self.decoder.decode_step(x, index, cache, encoder_bias)
         return self.embedding.logits(x)[:, 0], cache
 
     def call(self, features, training=False):
