@@ -48,24 +48,26 @@ def cached_logits(model, max_length=7):
     return tf.stack(logits, axis=1)
 
 
+@pytest.mark.parametrize("max_length", [7, None], ids=["preallocated", "growing"])
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_cached_logits_equal_teacher_forced_logits(name):
+def test_cached_logits_equal_teacher_forced_logits(name, max_length):
     model = MODELS[name]()
     encoded, bias = model.encode(INPUTS)
     full = model.decode(TARGETS, encoded, bias).numpy()
-    eager = cached_logits(model).numpy()
+    eager = cached_logits(model, max_length).numpy()
     np.testing.assert_allclose(eager[REAL], full[REAL], atol=1e-5)
-    compiled = tf.function(lambda: cached_logits(model))().numpy()
+    compiled = tf.function(lambda: cached_logits(model, max_length))().numpy()
     np.testing.assert_allclose(compiled[REAL], full[REAL], atol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["adaptive_ut", "adaptive_ut_sepconv"])
-def test_steps_after_every_row_halted_only_write_the_cache(name, monkeypatch):
+@pytest.mark.parametrize("transition", ["fc", "sepconv"])
+def test_steps_after_every_row_halted_only_write_the_cache(transition, monkeypatch):
     """Once all rows have halted, a recurrence step runs `frozen_step` (and
-    no block application); the logits still equal teacher forcing."""
+    no block application); the logits still equal teacher forcing. A halting
+    bias of 10 makes every position halt at step 1 whatever the weights."""
     from t2t_lite.layers import transformer_layers
 
-    model = MODELS[name]()
+    model = ut_model(adaptive=True, transformer_ffn_type=transition, act_halting_bias_init=10.0)
     calls = {"decode_step": 0, "frozen_step": 0}
     block = transformer_layers.DecoderBlock
 
@@ -83,9 +85,9 @@ def test_steps_after_every_row_halted_only_write_the_cache(name, monkeypatch):
     full = model.decode(TARGETS, encoded, bias).numpy()
     np.testing.assert_allclose(logits[REAL], full[REAL], atol=1e-5)
     positions, max_steps = TARGETS.shape[1], model.hparams.act_max_steps
-    assert calls["frozen_step"] > 0
-    sepconv = name.endswith("sepconv")  # its frozen step applies the block itself
-    assert calls["decode_step"] == positions * max_steps - (0 if sepconv else calls["frozen_step"])
+    assert calls["frozen_step"] == positions * (max_steps - 1)
+    # sepconv's frozen step applies the block itself (the convolution's history).
+    assert calls["decode_step"] == positions * (max_steps if transition == "sepconv" else 1)
 
 
 def test_cache_entries_keep_their_shapes():
@@ -98,7 +100,7 @@ def test_cache_entries_keep_their_shapes():
     # One self-attention entry per recurrence step, [B, H, T, D].
     steps = [key for key in cache if key.startswith("step_")]
     assert len(steps) == model.hparams.act_max_steps
-    assert shapes["step_1"]["k"] == (2, 2, 7, 8)
+    assert shapes["step_1"]["self_attention"].keys == (2, 2, 7, 8)
 
 
 def never_pad(step_fn):

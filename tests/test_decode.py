@@ -19,7 +19,8 @@ from t2t_lite.decoding import runner
 
 
 @pytest.mark.parametrize(
-    ("decode_hparams", "xla"), [("", False), ("beam_size=3,alpha=0.6", False), ("", True)]
+    ("decode_hparams", "xla"),
+    [("", False), ("beam_size=3,alpha=0.6", False), ("", True), ("beam_size=3,alpha=0.6", True)],
 )
 def test_decoding_the_dev_split_copies_nearly_every_input(copy_run, decode_hparams, xla):
     data_dir, run_dir = copy_run
@@ -40,7 +41,7 @@ def test_greedy_decodes_are_the_models_teacher_forced_argmax(copy_run):
     data_dir, run_dir = copy_run
     _, model, _ = run_dir_lib.open_run(run_dir)
     inputs = dev_inputs(data_dir)
-    eager = runner.make_decoder(model, "").decode_ids(inputs)
+    eager = runner.make_decoder(model, "", xla_compile=False).decode_ids(inputs)
     compiled = runner.make_decoder(model, "", xla_compile=True).decode_ids(inputs)
     assert [h[0][0] for h in compiled] == [h[0][0] for h in eager]
     for source, hypotheses in zip(inputs, eager, strict=True):

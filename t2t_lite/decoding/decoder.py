@@ -51,21 +51,29 @@ class DecodeHParams:
         return self.beam_size if self.return_beams else 1
 
 
-# Whether searches are XLA-compiled unless the caller says (t2t-decode --xla_compile).
-XLA_BY_DEFAULT = False
+# Searches over at most this many rows (batch_size x beam_size) are
+# XLA-compiled unless the caller says otherwise (t2t-decode --xla_compile).
+# Measured (docs/benchmarks.md): XLA removes per-op overhead and writes the
+# caches in place, a large win for greedy search and small batches; with
+# more rows, beam search's per-step reordering of whole preallocated caches
+# under XLA costs more than reordering TensorFlow's growing caches.
+XLA_MAX_ROWS = 32
 
 
 class Decoder:
     """Searches a model's cached decoder: padded input ids -> ids and scores.
 
-    The search is one tf.function (XLA optional), traced once per input
-    shape: batches are padded to batch_size rows and to a bucket length.
+    The search is one tf.function, traced once per input shape: batches are
+    padded to batch_size rows and to a bucket length. XLA-compiled when
+    `xla_compile` says so, by default for at most XLA_MAX_ROWS search rows.
     """
 
     def __init__(self, model: keras.Model, hp: DecodeHParams, xla_compile: bool | None = None):
         self.model = model
         self.hp = hp
-        self.xla_compile = XLA_BY_DEFAULT if xla_compile is None else xla_compile
+        if xla_compile is None:
+            xla_compile = hp.batch_size * hp.beam_size <= XLA_MAX_ROWS
+        self.xla_compile = xla_compile
         self.search = tf.function(self.search_ids, jit_compile=self.xla_compile)
 
     def search_ids(self, inputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
@@ -87,16 +95,27 @@ class Decoder:
         max_length = longest + hp.extra_length + 1
         limits = tf.repeat(symbols + hp.extra_length, hp.beam_size)  # [B*K] beam rows
         encoded, bias = self.model.encode(inputs)
-        cache = self.model.init_cache(encoded, bias, max_length)
+        # Caches that grow with the output (attention and beam reordering cost
+        # the prefix, not the maximum); XLA needs fixed shapes.
+        cache = self.model.init_cache(encoded, bias, max_length if self.xla_compile else None)
 
         def step_fn(ids, index, cache):
             logits, cache = self.model.decode_step(ids, index, cache)
             is_eos = tf.range(tf.shape(logits)[-1]) == sequences.EOS_ID  # [V]
             if hp.min_length:
-                logits = tf.where(is_eos & (index < hp.min_length), search.NEG, logits)
-            only_eos = tf.where(is_eos, 0.0, search.NEG)  # [V]
+                logits = tf.cond(
+                    index < hp.min_length,
+                    lambda: tf.where(is_eos, search.NEG, logits),
+                    lambda: logits,
+                )
             over = (index >= limits[: tf.shape(ids)[0]])[:, tf.newaxis]  # [N, 1]
-            return tf.where(over, only_eos, logits), cache
+            # Rewriting [N, V] logits costs a pass: only at steps where a row is over.
+            logits = tf.cond(
+                tf.reduce_any(over),
+                lambda: tf.where(over, tf.where(is_eos, 0.0, search.NEG), logits),
+                lambda: logits,
+            )
+            return logits, cache
 
         if hp.beam_size > 1:
             return search.beam_search(

@@ -18,8 +18,9 @@ from t2t_lite.decoding import decoder as decoder_lib
 
 
 def make_decoder(
-    model: keras.Model, decode_hparams: str, xla_compile: bool = False
+    model: keras.Model, decode_hparams: str, xla_compile: bool | None = None
 ) -> decoder_lib.Decoder:
+    """A decoder for `--decode_hparams`; xla_compile None: the Decoder's default."""
     hp = hparams_lib.override(decoder_lib.DecodeHParams(), decode_hparams)
     return decoder_lib.Decoder(model, hp, xla_compile)
 

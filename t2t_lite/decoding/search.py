@@ -2,7 +2,8 @@
 
 Every search sees only `step_fn(ids [N], index, cache) -> (logits [N, V],
 cache)`, where ids are the decoder inputs at position `index` (PAD, 0, at
-position 0) and every cache entry is batch-major. Searches run `max_length`
+position 0) and every cache entry is batch-major; caches that grow along
+time (`attention.GrowingKVCache`) get loop shape invariants. Searches run `max_length`
 positions at most, stop early when every row is finished, and return fixed
 shapes: ids [B, T] (or [B, K, T]) with PAD after EOS, and scores.
 """
@@ -12,6 +13,7 @@ from collections.abc import Callable
 import tensorflow as tf
 
 from t2t_lite import sequences
+from t2t_lite.layers import attention
 
 # Large and finite, so arithmetic on dead beams never makes NaN under fp16.
 NEG = -1e9
@@ -78,7 +80,9 @@ def sample(
         tf.zeros([batch_size], tf.bool),
         cache,
     )
-    _, ids, _, scores, _, _ = tf.while_loop(cond, body, initial)
+    _, ids, _, scores, _, _ = tf.while_loop(
+        cond, body, initial, shape_invariants=attention.shape_invariants(initial)
+    )
     return ids, scores
 
 
@@ -190,7 +194,7 @@ def beam_search(
         cache,
     )
     _, alive_ids, alive_log_probs, finished_ids, finished_scores, _, _ = tf.while_loop(
-        cond, body, initial
+        cond, body, initial, shape_invariants=attention.shape_invariants(initial)
     )
     # Beams still alive at max_length compete with the finished ones on
     # their penalized scores (an unlikely finished one must not win by default).

@@ -2,6 +2,7 @@
 
 import contextlib
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import keras
 import tensorflow as tf
@@ -86,6 +87,60 @@ class MultiHeadAttention(keras.layers.Layer):
         return self.attend(query, keys, values, bias, training=training)
 
 
+class KVCache(NamedTuple):
+    """Self-attention keys and values of decoded positions, [B, H, T, D] each,
+    preallocated for T positions and written at each position's index. Shapes
+    never change (XLA needs that); attention reads all T (masked)."""
+
+    keys: tf.Tensor
+    values: tf.Tensor
+
+
+class GrowingKVCache(NamedTuple):
+    """Keys and values [B, H, t, D] of exactly the t positions decoded so far:
+    each step appends one, so attention, beam reordering and the write cost
+    the prefix, not the maximum length. The time axis changes in a loop, so
+    loops over it need shape invariants (`shape_invariants`); not for XLA."""
+
+    keys: tf.Tensor
+    values: tf.Tensor
+
+
+def empty_kv_cache(
+    batch_size: tf.Tensor, num_heads: int, depth: int, max_length: int | None, dtype
+) -> KVCache | GrowingKVCache:
+    """A growing cache when max_length is None, else one preallocated for max_length."""
+    length = 0 if max_length is None else max_length
+    kind = GrowingKVCache if max_length is None else KVCache
+    # Two tensors: the keys and values must not share a buffer.
+    return kind(*(tf.zeros([batch_size, num_heads, length, depth], dtype) for _ in range(2)))
+
+
+def write_kv(
+    cache: KVCache | GrowingKVCache, keys: tf.Tensor, values: tf.Tensor, index: tf.Tensor | int
+) -> KVCache | GrowingKVCache:
+    """The cache with keys/values [B, H, 1, D] of position `index` written (or appended)."""
+    if isinstance(cache, GrowingKVCache):
+        return GrowingKVCache(
+            tf.concat([cache.keys, keys], axis=2), tf.concat([cache.values, values], axis=2)
+        )
+    return KVCache(write_at(cache.keys, keys, index), write_at(cache.values, values, index))
+
+
+def shape_invariants(structure):
+    """Loop shape invariants for a nest of tensors: a GrowingKVCache's time axis is free."""
+    if isinstance(structure, GrowingKVCache):
+        return GrowingKVCache(
+            *(tf.TensorShape([t.shape[0], t.shape[1], None, t.shape[3]]) for t in structure)
+        )
+    if isinstance(structure, dict):
+        return {key: shape_invariants(value) for key, value in structure.items()}
+    if isinstance(structure, tuple | list):
+        items = [shape_invariants(item) for item in structure]
+        return type(structure)(*items) if hasattr(structure, "_fields") else type(structure)(items)
+    return tf.TensorShape(structure.shape)
+
+
 def write_at(cache: tf.Tensor, new: tf.Tensor, index: tf.Tensor | int) -> tf.Tensor:
     """Writes new [B, H, 1, D] at position `index` of cache [B, H, T, D] (fixed shape).
 
@@ -102,6 +157,9 @@ def write_at(cache: tf.Tensor, new: tf.Tensor, index: tf.Tensor | int) -> tf.Ten
 
 
 def step_bias(index: tf.Tensor | int, length: tf.Tensor | int) -> tf.Tensor:
-    """Bias letting the position at `index` see cache positions 0..index. -> [1, 1, 1, T]."""
+    """Bias letting the position at `index` see cache positions 0..index. -> [1, 1, 1, T].
+
+    (All of a growing cache, which holds exactly positions 0..index.)
+    """
     visible = tf.range(length) <= index  # [T]
     return tf.where(visible, 0.0, masks.NEG_INF)[tf.newaxis, tf.newaxis, tf.newaxis]

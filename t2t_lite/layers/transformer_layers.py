@@ -126,11 +126,14 @@ class DecoderBlock(keras.layers.Layer):
             x, lambda y: self.ffn(y, training=training), training=training
         )
 
-    def initial_cache(self, batch_size: tf.Tensor, max_length: int, dtype) -> dict:
-        """Empty self-attention keys/values [B, H, T, D] and the transition's history."""
-        attention = self.self_attention
-        zeros = tf.zeros([batch_size, attention.num_heads, max_length, attention.depth], dtype)
-        return {"k": zeros, "v": zeros, "ffn": self.ffn.initial_step_state(batch_size, dtype)}
+    def initial_cache(self, batch_size: tf.Tensor, max_length: int | None, dtype) -> dict:
+        """Empty self-attention keys/values ("self_attention": preallocated for
+        max_length positions, or growing when it is None) and the transition's history."""
+        attention_layer = self.self_attention
+        kv = attention.empty_kv_cache(
+            batch_size, attention_layer.num_heads, attention_layer.depth, max_length, dtype
+        )
+        return {"self_attention": kv, "ffn": self.ffn.initial_step_state(batch_size, dtype)}
 
     def decode_step(
         self,
@@ -146,13 +149,12 @@ class DecoderBlock(keras.layers.Layer):
         encoder's projected keys/values [B, H, S, D], computed once.
         """
         new = dict(cache)
-        bias = attention.step_bias(index, tf.shape(cache["k"])[2])
 
         def self_attend(y):
             k, v = self.self_attention.project_memory(y)  # [B, H, 1, D] each
-            new["k"] = attention.write_at(cache["k"], k, index)
-            new["v"] = attention.write_at(cache["v"], v, index)
-            return self.self_attention.attend(y, new["k"], new["v"], bias)
+            kv = new["self_attention"] = attention.write_kv(cache["self_attention"], k, v, index)
+            bias = attention.step_bias(index, tf.shape(kv.keys)[2])
+            return self.self_attention.attend(y, kv.keys, kv.values, bias)
 
         def ffn(y):
             out, new["ffn"] = self.ffn.step(y, cache["ffn"])
@@ -184,11 +186,7 @@ class DecoderBlock(keras.layers.Layer):
             return self.decode_step(x, cache, index, cross_kv, encoder_bias)[1]
         y = self.self_attention_residual.sublayer_input(x)
         k, v = self.self_attention.project_memory(y)  # [B, H, 1, D] each
-        return {
-            **cache,
-            "k": attention.write_at(cache["k"], k, index),
-            "v": attention.write_at(cache["v"], v, index),
-        }
+        return {**cache, "self_attention": attention.write_kv(cache["self_attention"], k, v, index)}
 
 
 class Stack(keras.layers.Layer):
@@ -215,9 +213,10 @@ class Stack(keras.layers.Layer):
                 x = block(x, encoded, bias, encoder_bias, training=training)
         return self.final_norm(x) if self.final_norm is not None else x
 
-    def initial_cache(self, encoded: tf.Tensor, max_length: int) -> dict:
+    def initial_cache(self, encoded: tf.Tensor, max_length: int | None) -> dict:
         """A decoder stack's decoding state, entry "layer_<i>" per block: empty
-        self-attention keys/values [B, H, T, D]; under sequences.STATIC_CACHE,
+        self-attention keys/values [B, H, T, D] (growing from T = 0 when
+        max_length is None); under sequences.STATIC_CACHE,
         "layer_<i>" holds the cross-attention keys/values of `encoded`
         [B, H, S, D], computed once.
         """

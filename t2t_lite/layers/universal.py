@@ -122,9 +122,10 @@ class UniversalStack(keras.layers.Layer):
     def max_steps(self) -> int:
         return self.halting.max_steps if self.halting is not None else self.num_steps
 
-    def initial_cache(self, encoded: tf.Tensor, max_length: int) -> dict:
+    def initial_cache(self, encoded: tf.Tensor, max_length: int | None) -> dict:
         """A decoder stack's decoding state: per recurrence step "step_<t>", empty
-        self-attention keys/values [B, H, T, D] (weights are shared,
+        self-attention keys/values [B, H, T, D] (growing from T = 0 when
+        max_length is None; weights are shared,
         activations are not); under sequences.STATIC_CACHE the shared block's
         cross-attention keys/values of `encoded` [B, H, S, D], computed once.
         """

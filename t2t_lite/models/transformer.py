@@ -93,8 +93,12 @@ class Transformer(keras.Model):
         x = self.decoder(x, self_bias, encoded, encoder_bias, training=training)
         return self.embedding.logits(x)
 
-    def init_cache(self, encoded: tf.Tensor, encoder_bias: tf.Tensor, max_length: int) -> dict:
-        """Decoding state for up to max_length target positions: the decoder
+    def init_cache(
+        self, encoded: tf.Tensor, encoder_bias: tf.Tensor, max_length: int | None
+    ) -> dict:
+        """Decoding state for up to max_length target positions (None: caches
+        that grow by one position per step, for loops with shape invariants,
+        `attention.shape_invariants`; not for XLA): the decoder
         stack's caches, with the encoder bias among the static entries
         (sequences.STATIC_CACHE). Every entry is batch-major, so beam search
         can gather it by beam.
