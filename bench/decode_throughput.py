@@ -5,6 +5,7 @@ both rates and their ratio, measured in the same run. EOS is masked so every
 hypothesis runs to max_length: the work is the same for both.
 
   python bench/decode_throughput.py --batch_size=32 --input_length=32 --extra_length=32
+  python bench/decode_throughput.py --xla=off   # both searches without XLA
 """
 
 import json
@@ -35,7 +36,18 @@ flags.DEFINE_integer("extra_length", 32, "Output length = input_length + extra_l
 flags.DEFINE_integer("vocab_size", 8000, "Shared vocabulary size.")
 flags.DEFINE_list("beam_sizes", ["1", "4"], "1 is greedy.")
 flags.DEFINE_integer("repeats", 3, "Timed repeats; the median is reported.")
-flags.DEFINE_bool("xla_compile", False, "Compile the searches with XLA.")
+flags.DEFINE_string(
+    "xla", "default", "default (as t2t-decode: on for at most 32 search rows), on or off."
+)
+flags.DEFINE_integer("seed", 1, "Seeds the random weights (ACT's halting depends on them).")
+
+
+def use_xla(beam_size: int) -> bool:
+    from t2t_lite.decoding import decoder
+
+    if FLAGS.xla == "default":
+        return FLAGS.batch_size * beam_size <= decoder.XLA_MAX_ROWS
+    return FLAGS.xla == "on"
 
 
 def make_search(model, cached: bool, beam_size: int, max_length: int, no_eos):
@@ -47,7 +59,9 @@ def make_search(model, cached: bool, beam_size: int, max_length: int, no_eos):
     def run(inputs):
         encoded, bias = model.encode(inputs)
         if cached:
-            step_fn, cache = model.decode_step, model.init_cache(encoded, bias, max_length)
+            # As t2t-decode: caches grow with the output, preallocated under XLA.
+            length = max_length if use_xla(beam_size) else None
+            step_fn, cache = model.decode_step, model.init_cache(encoded, bias, length)
         else:
             init_cache, step_fn = reference.uncached_step_fn(model, max_length)
             cache = init_cache(encoded, bias)
@@ -61,7 +75,7 @@ def make_search(model, cached: bool, beam_size: int, max_length: int, no_eos):
             return search.sample(without_eos, cache, batch_size, max_length)[0]
         return search.beam_search(without_eos, cache, batch_size, max_length, beam_size, 0.6)[0]
 
-    return tf.function(run, jit_compile=FLAGS.xla_compile)
+    return tf.function(run, jit_compile=use_xla(beam_size))
 
 
 def tokens_per_sec(fn, inputs, output_length: int) -> float:
@@ -78,6 +92,7 @@ def tokens_per_sec(fn, inputs, output_length: int) -> float:
 def main(argv):
     del argv
     import common
+    import keras
     import tensorflow as tf
 
     from t2t_lite import checkpoints, experiment
@@ -92,6 +107,7 @@ def main(argv):
         exp = experiment.Experiment.resolve(
             model_name, "algorithmic_identity_decimal40", hparams_set
         )
+        keras.utils.set_random_seed(FLAGS.seed)
         model = exp.build_model(FLAGS.vocab_size)
         checkpoints.build_model(model)
         for beam_size in (int(b) for b in FLAGS.beam_sizes):
@@ -111,7 +127,8 @@ def main(argv):
                         "batch_size": FLAGS.batch_size,
                         "output_length": max_length,
                         "vocab_size": FLAGS.vocab_size,
-                        "xla": FLAGS.xla_compile,
+                        "xla": use_xla(beam_size),
+                        "seed": FLAGS.seed,
                         "cached_tokens_per_sec": round(cached, 1),
                         "uncached_tokens_per_sec": round(uncached, 1),
                         "cached_over_uncached": round(cached / uncached, 2),

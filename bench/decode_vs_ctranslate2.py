@@ -37,7 +37,8 @@ flags.DEFINE_integer("output_length", 64, "Symbols per output (then EOS).")
 flags.DEFINE_integer("repeats", 3, "Timed repeats; the median is reported.")
 flags.DEFINE_integer("ct2_threads", 2, "CTranslate2 intra-op threads.")
 flags.DEFINE_bool("serving", True, "Also time the SavedModel's serving_default.")
-flags.DEFINE_string("xla", "default", "t2t_lite's search: default (DecodeHParams'), on or off.")
+flags.DEFINE_string("xla", "default", "t2t_lite's search: default (the Decoder's), on or off.")
+flags.DEFINE_integer("seed", 1, "Seeds the random weights and inputs.")
 
 
 def median_rate(fn, tokens: int) -> float:
@@ -115,18 +116,20 @@ def main(argv):
     del argv
     import common
     import ctranslate2
+    import keras
     import numpy as np
 
     from t2t_lite import checkpoints, experiment, sequences
     from t2t_lite.export import ctranslate2_model
 
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(FLAGS.seed)
     for shape in FLAGS.shapes:
         hparams_set, vocab_size = shape.split(":")
         vocab_size = int(vocab_size)
         exp = experiment.Experiment.resolve(
             "transformer", "algorithmic_identity_decimal40", hparams_set
         )
+        keras.utils.set_random_seed(FLAGS.seed)
         model = exp.build_model(vocab_size)
         checkpoints.build_model(model)
         symbols = [f"w{i}" for i in range(vocab_size - 2)]
