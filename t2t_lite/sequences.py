@@ -14,8 +14,8 @@ PAD_TOKEN = "<pad>"
 EOS_TOKEN = "<EOS>"
 # Decoding caches: the entries under this key are fixed for the whole search
 # and the same for every hypothesis of an input row (the encoder bias, the
-# encoder's keys and values), so beam search tiles them once and never
-# reorders them.
+# encoder's keys and values). Beam search neither tiles nor reorders them:
+# a step sees B * K hypothesis rows, K consecutive per input, and B static rows.
 STATIC_CACHE = "static"
 BUCKET_MULTIPLE = 8  # padded lengths are multiples of this
 

@@ -131,7 +131,9 @@ def prefix_model(vocab_size: int, max_length: int, seed: int):
         seen = tf.cast(tf.range(max_length) <= index, tf.float32)  # [T]
         per_position = tf.einsum("ntv,tvf->ntf", tf.one_hot(prefix, vocab_size), tables)
         features = tf.einsum("ntf,t->nf", per_position, seen)  # [N, F]
-        logits = tf.tanh(features) @ projection + cache[sequences.STATIC_CACHE]["bias"]
+        bias = cache[sequences.STATIC_CACHE]["bias"]  # [B, V], one per input row
+        hypotheses = tf.shape(ids)[0] // tf.shape(bias)[0]  # consecutive rows per input
+        logits = tf.tanh(features) @ projection + tf.repeat(bias, hypotheses, axis=0)
         return logits, {**cache, "prefix": prefix}
 
     def initial_cache(batch_size: int) -> dict:

@@ -124,14 +124,22 @@ def beam_search(
 
     Scores are log-probabilities divided by the length penalty of the
     hypothesis (EOS included). `cache` (a dict) is for B rows; it is tiled to
-    B * K once and gathered by beam index every step, except its
-    sequences.STATIC_CACHE entry, the same for every beam of a row. A hypothesis that emits EOS is
+    B * K rows (each row's K hypotheses consecutive) once and gathered by beam
+    index every step, except its sequences.STATIC_CACHE entry, the same for
+    every hypothesis of a row: it stays at B rows, and the step function
+    reads it once per group of K consecutive rows. A hypothesis that emits EOS is
     finished and never extended; the search stops early once no alive beam
     can beat the worst of the K finished ones. Beams still alive at
     max_length (no EOS) compete with finished ones on their penalized score.
     """
     k = beam_size
-    cache = tf.nest.map_structure(lambda t: tile_beams(t, k), cache)
+    # Static entries stay one per input row; the step reads them per group of K.
+    cache = {
+        key: value
+        if key == sequences.STATIC_CACHE
+        else tf.nest.map_structure(lambda t: tile_beams(t, k), value)
+        for key, value in cache.items()
+    }
     # Only beam 0 is alive at first, so the K beams do not start as copies.
     initial_log_probs = tf.tile(tf.constant([[0.0] + [NEG] * (k - 1)]), [batch_size, 1])
 

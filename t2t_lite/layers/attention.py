@@ -82,6 +82,26 @@ class MultiHeadAttention(keras.layers.Layer):
         context = tf.einsum("bhts,bhsd->bhtd", weights, values)  # [B, H, T, D]
         return self.output_projection(self.merge_heads(context))
 
+    def attend_grouped(
+        self, query: tf.Tensor, keys: tf.Tensor, values: tf.Tensor, bias: tf.Tensor
+    ) -> tf.Tensor:
+        """One position per row, query [N, 1, C], over keys/values [B, H, S, D]
+        shared by consecutive groups of N / B rows (a beam search's hypotheses
+        of one input): each group's queries attend together, so the memory is
+        read once per input, not once per hypothesis. bias [B, 1, 1, S].
+        -> [N, 1, C]. (Inference only: no dropout, nothing recorded.)"""
+        shape = tf.shape(query)
+        rows, group = tf.shape(keys)[0], shape[0] // tf.shape(keys)[0]
+        q = self.query(query) * (self.depth**-0.5)  # [N, 1, C]
+        q = tf.reshape(q, [rows, group, self.num_heads, self.depth])  # [B, G, H, D]
+        q = tf.transpose(q, [0, 2, 1, 3])  # [B, H, G, D]
+        logits = tf.einsum("bhgd,bhsd->bhgs", q, keys)  # [B, H, G, S]
+        weights = tf.nn.softmax(tf.cast(logits, tf.float32) + tf.cast(bias, tf.float32))
+        context = tf.einsum("bhgs,bhsd->bhgd", tf.cast(weights, values.dtype), values)
+        context = tf.transpose(context, [0, 2, 1, 3])  # [B, G, H, D]
+        context = tf.reshape(context, [shape[0], 1, self.num_heads * self.depth])  # [N, 1, C]
+        return self.output_projection(context)
+
     def call(self, query, memory, bias, training=False):
         keys, values = self.project_memory(memory)
         return self.attend(query, keys, values, bias, training=training)

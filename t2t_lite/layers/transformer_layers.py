@@ -146,7 +146,9 @@ class DecoderBlock(keras.layers.Layer):
         """The block at one position: x [B, 1, C] -> ([B, 1, C], updated cache).
 
         Keys/values of this position are written at `index`; cross_kv are the
-        encoder's projected keys/values [B, H, S, D], computed once.
+        encoder's projected keys/values [B', H, S, D], computed once, where
+        x's B rows are B' groups of B / B' hypotheses of one input each (beam
+        search; B' = B otherwise), and encoder_bias is [B', 1, 1, S].
         """
         new = dict(cache)
 
@@ -162,7 +164,7 @@ class DecoderBlock(keras.layers.Layer):
 
         x = self.self_attention_residual.apply(x, self_attend)
         x = self.cross_attention_residual.apply(
-            x, lambda y: self.cross_attention.attend(y, *cross_kv, encoder_bias)
+            x, lambda y: self.cross_attention.attend_grouped(y, *cross_kv, encoder_bias)
         )
         return self.ffn_residual.apply(x, ffn), new
 
