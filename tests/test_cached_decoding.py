@@ -63,11 +63,15 @@ def test_cached_logits_equal_teacher_forced_logits(name, max_length):
 @pytest.mark.parametrize("transition", ["fc", "sepconv"])
 def test_steps_after_every_row_halted_only_write_the_cache(transition, monkeypatch):
     """Once all rows have halted, a recurrence step runs `frozen_step` (and
-    no block application); the logits still equal teacher forcing. A halting
-    bias of 10 makes every position halt at step 1 whatever the weights."""
+    no block application); the logits still equal teacher forcing. A zero
+    halting kernel and a bias of 10 give p = 0.99995 > 1 - epsilon at every
+    position, so every position halts at step 1 whatever the other weights."""
     from t2t_lite.layers import transformer_layers
 
     model = ut_model(adaptive=True, transformer_ffn_type=transition, act_halting_bias_init=10.0)
+    for stack in (model.encoder, model.decoder):
+        kernel = stack.halting.halting.kernel
+        kernel.assign(tf.zeros_like(kernel))
     calls = {"decode_step": 0, "frozen_step": 0}
     block = transformer_layers.DecoderBlock
 
