@@ -95,7 +95,8 @@ class BleuEvaluation:
     def __call__(self, paths: list[str]) -> float:
         if self._decoder is None:
             hp = decoder_lib.DecodeHParams(batch_size=min(32, self.num_examples))
-            self._decoder = decoder_lib.Decoder(self.model, hp)
+            # Not XLA-compiled: the model may hold a distribution strategy's variables.
+            self._decoder = decoder_lib.Decoder(self.model, hp, xla_compile=False)
         key = tuple(paths)
         if key not in self._examples:
             self._examples[key] = tfrecord.read_examples(paths, self.num_examples)
