@@ -27,7 +27,7 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from t2t_lite import files, sequences
+from t2t_lite import sequences
 from t2t_lite.layers import embedding, transformer_layers
 
 MODEL = "transformer"  # the only model family CTranslate2 can run
@@ -155,14 +155,14 @@ def write(model, tokens: list[str], max_positions: int, directory: str) -> list[
     """Writes the CTranslate2 model files into `directory` (any filesystem) -> their names.
 
     CTranslate2 saves to local disk only, so the files are made in a local
-    temporary directory and copied through tf.io.gfile.
+    temporary directory and copied through tf.io.gfile (the caller's
+    directory is itself a temporary one, renamed into place when complete).
     """
     spec = build_spec(model, tokens, max_positions)
-    names = []
     with tempfile.TemporaryDirectory(prefix="t2t-ct2-") as local:
         spec.save(local)
-        for name in sorted(os.listdir(local)):
-            with open(os.path.join(local, name), "rb") as f:
-                files.write_bytes_atomically(os.path.join(directory, name), f.read())
-            names.append(name)
+        names = sorted(tf.io.gfile.listdir(local))
+        tf.io.gfile.makedirs(directory)
+        for name in names:
+            tf.io.gfile.copy(os.path.join(local, name), os.path.join(directory, name), True)
     return names
