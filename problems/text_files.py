@@ -74,11 +74,14 @@ class TranslateFromFilesCharacters(FilesProblem):
 class LanguageModelFromFiles(FilesProblem):
     """Text2Self: one plain text file per split, one document per line.
 
-    Inputs are empty (EOS only) and the target is the line, so the
-    encoder-decoder models learn p(line); LAMBADA-style problems fit here.
+    The target is the line; inputs are empty (EOS only) and the models are
+    decoder-only (input_encoding "none"): they learn p(line). Runs trained
+    before decoder-only models existed keep their encoder-decoder model
+    (experiment.json says "tokens"). LAMBADA-style evaluations fit here.
     """
 
     has_source = False
+    input_encoding = "none"
     reports_bleu = False  # decoding from no input is sampling, not translation
 
     def text_pairs(self, data_dir: str, split: str):

@@ -16,8 +16,7 @@ def build_model(model: keras.Model) -> None:
     Restoring into an unbuilt Keras 3 model silently restores nothing, so
     models are always built before a checkpoint is read.
     """
-    dummy = tf.ones([1, 2], tf.int32)
-    model({"inputs": dummy, "targets": dummy}, training=False)
+    model(model.dummy_features(), training=False)
 
 
 def make_checkpoint(

@@ -8,7 +8,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from t2t_lite import files, registry
+from t2t_lite import files, registry, sequences
 from t2t_lite import hparams as hparams_lib
 from t2t_lite.data import problem as problem_lib
 
@@ -23,6 +23,9 @@ class Experiment:
     problem: str
     hparams_set: str
     hparams: Any
+    # What the model's encoder reads (sequences.INPUT_ENCODINGS), the
+    # problem's at resolve time; files written before it existed read "tokens".
+    input_encoding: str = "tokens"
 
     @classmethod
     def resolve(
@@ -30,14 +33,15 @@ class Experiment:
     ) -> "Experiment":
         """Looks up names and applies "k=v,..." overrides; errors name the culprit."""
         model_class = registry.MODELS.get(model)
-        registry.PROBLEMS.get(problem)
+        input_encoding = registry.PROBLEMS.get(problem).input_encoding
         hp = registry.HPARAMS.get(hparams_set)()
         if not isinstance(hp, model_class.hparams_class):
             raise ValueError(
                 f"hparams set {hparams_set!r} makes {type(hp).__name__}, but model {model!r} "
                 f"needs {model_class.hparams_class.__name__}"
             )
-        return cls(model, problem, hparams_set, hparams_lib.override(hp, overrides))
+        hp = hparams_lib.override(hp, overrides)
+        return cls(model, problem, hparams_set, hp, input_encoding)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -45,6 +49,7 @@ class Experiment:
             "problem": self.problem,
             "hparams_set": self.hparams_set,
             "hparams": hparams_lib.to_dict(self.hparams),
+            "input_encoding": self.input_encoding,
         }
 
     def save(self, output_dir: str) -> None:
@@ -64,7 +69,10 @@ class Experiment:
             data = json.loads(files.read_text(path))
             model_class = registry.MODELS.get(data["model"])
             hp = hparams_lib.from_dict(model_class.hparams_class, data["hparams"])
-            return cls(data["model"], data["problem"], data["hparams_set"], hp)
+            encoding = data.get("input_encoding", "tokens")
+            if encoding not in sequences.INPUT_ENCODINGS:
+                raise ValueError(f"input_encoding must be one of {sequences.INPUT_ENCODINGS}")
+            return cls(data["model"], data["problem"], data["hparams_set"], hp, encoding)
         except (KeyError, ValueError, json.JSONDecodeError) as err:
             raise ValueError(f"{path}: not a valid experiment file ({err})") from None
 
@@ -74,7 +82,8 @@ class Experiment:
             return
         saved = Experiment.load(output_dir).to_dict()
         mine = self.to_dict()
-        diffs = [k for k in ("model", "problem", "hparams_set") if saved[k] != mine[k]]
+        keys = ("model", "problem", "hparams_set", "input_encoding")
+        diffs = [k for k in keys if saved[k] != mine[k]]
         diffs += [
             f"hparams.{k}"
             for k in sorted(mine["hparams"])
@@ -90,4 +99,4 @@ class Experiment:
         return problem_lib.get(self.problem)
 
     def build_model(self, vocab_size: int) -> keras.Model:
-        return registry.MODELS.get(self.model)(self.hparams, vocab_size)
+        return registry.MODELS.get(self.model)(self.hparams, vocab_size, self.input_encoding)

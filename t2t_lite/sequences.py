@@ -9,6 +9,15 @@ from absl import logging
 
 PAD_ID = 0
 EOS_ID = 1
+# Fact-encoded inputs (input_encoding "facts", bAbI): every fact, the
+# question included, ends with this id; the words between are one fact.
+FACT_END_ID = 2
+FACT_END_TOKEN = "."
+# How a model reads a problem's inputs (Problem.input_encoding, saved in
+# experiment.json): "tokens", a source sequence for an encoder; "facts",
+# facts ending with FACT_END_ID, each embedded as one encoder position;
+# "none", no source: a decoder-only model of the targets (Text2Self).
+INPUT_ENCODINGS = ("tokens", "facts", "none")
 # The reserved ids' names where a vocabulary is written out as tokens.
 PAD_TOKEN = "<pad>"
 EOS_TOKEN = "<EOS>"

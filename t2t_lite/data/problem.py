@@ -43,6 +43,9 @@ class Problem(abc.ABC):
     eval_split = "dev"
     # Text problems: evaluation also decodes and reports BLEU on detokenized text.
     reports_bleu = False
+    # What the model's encoder reads (sequences.INPUT_ENCODINGS): "tokens";
+    # "facts" (bAbI); "none": no source, the model is decoder-only.
+    input_encoding = "tokens"
 
     @abc.abstractmethod
     def generate_examples(

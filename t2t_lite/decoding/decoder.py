@@ -84,10 +84,19 @@ class Decoder:
         symbols EOS is never chosen. T is the longest row's length +
         extra_length + 1 (under XLA: S + extra_length, fixed per input
         shape); rows of any length share one trace.
+
+        A decoder-only model (a language model) reads each input as a
+        prompt: its symbols are forced as the first outputs (through the
+        same cached steps), then the search continues; the returned ids and
+        scores are the continuation's alone, at most extra_length symbols.
         """
         hp = self.hp
         batch_size = tf.shape(inputs)[0]
         symbols = tf.reduce_sum(tf.cast(inputs > sequences.EOS_ID, tf.int32), axis=1)  # [B]
+        prompted = not getattr(self.model, "has_encoder", True)
+        prompt_lengths = symbols if prompted else tf.zeros_like(symbols)  # [B]
+        prompt_rows = tf.repeat(prompt_lengths, hp.beam_size)  # [B*K]
+        prompt_ids = tf.repeat(inputs, hp.beam_size, axis=0)  # [B*K, S]
         # Positions for the longest output and its EOS. XLA needs it static
         # (from the padded shape); otherwise it is the batch's own, so the
         # caches are no longer than this batch needs.
@@ -101,13 +110,18 @@ class Decoder:
 
         def step_fn(ids, index, cache):
             logits, cache = self.model.decode_step(ids, index, cache)
-            is_eos = tf.range(tf.shape(logits)[-1]) == sequences.EOS_ID  # [V]
+            rows = tf.shape(ids)[0]
+            vocab = tf.range(tf.shape(logits)[-1])  # [V]
+            is_eos = vocab == sequences.EOS_ID  # [V]
             if hp.min_length:
-                logits = tf.cond(
-                    index < hp.min_length,
-                    lambda: tf.where(is_eos, search.NEG, logits),
-                    lambda: logits,
-                )
+                early = (index < prompt_rows[:rows] + hp.min_length)[:, tf.newaxis]  # [N, 1]
+                logits = tf.where(early & is_eos, search.NEG, logits)
+            if prompted:
+                # The prompt's symbol is the only choice, with log-prob 0.
+                forced = (index < prompt_rows[:rows])[:, tf.newaxis]  # [N, 1]
+                column = tf.minimum(index, tf.shape(prompt_ids)[1] - 1)
+                token = tf.gather(prompt_ids[:rows], column, axis=1)[:, tf.newaxis]  # [N, 1]
+                logits = tf.where(forced, tf.where(vocab == token, 0.0, search.NEG), logits)
             over = (index >= limits[: tf.shape(ids)[0]])[:, tf.newaxis]  # [N, 1]
             # Rewriting [N, V] logits costs a pass: only at steps where a row is over.
             logits = tf.cond(
@@ -118,13 +132,17 @@ class Decoder:
             return logits, cache
 
         if hp.beam_size > 1:
-            return search.beam_search(
+            ids, scores = search.beam_search(
                 step_fn, cache, batch_size, max_length, hp.beam_size, hp.alpha
             )
-        ids, scores = search.sample(
-            step_fn, cache, batch_size, max_length, hp.temperature, hp.top_k, (hp.seed, 0)
-        )
-        return ids[:, tf.newaxis], scores[:, tf.newaxis]
+        else:
+            ids, scores = search.sample(
+                step_fn, cache, batch_size, max_length, hp.temperature, hp.top_k, (hp.seed, 0)
+            )
+            ids, scores = ids[:, tf.newaxis], scores[:, tf.newaxis]  # [B, 1, T], [B, 1]
+        if prompted:
+            ids = drop_prompt(ids, prompt_lengths)
+        return ids, scores
 
     def decode_ids(self, inputs: list[list[int]]) -> list[list[tuple[list[int], float]]]:
         """Inputs without EOS -> per input, its hypotheses (ids up to EOS, score), best first.
@@ -133,7 +151,9 @@ class Decoder:
         An empty input gives [([], 0.0)] without running the model.
         """
         results: list = [None] * len(inputs)
-        for indices, batch in self._batches(inputs):
+        # A language model continues an empty prompt; a translation of nothing is nothing.
+        decode_empty = not getattr(self.model, "has_encoder", True)
+        for indices, batch in self._batches(inputs, decode_empty):
             ids, scores = self.search(tf.constant(batch))
             ids, scores = ids.numpy(), scores.numpy()
             for row, index in enumerate(indices):
@@ -141,14 +161,19 @@ class Decoder:
                     (sequences.until_eos(ids[row, k]), float(scores[row, k]))
                     for k in range(self.hp.num_outputs)
                 ]
-        for index, ids in enumerate(inputs):
-            if not ids:
+        for index in range(len(inputs)):
+            if results[index] is None:
                 results[index] = [([], 0.0)]
         return results
 
-    def _batches(self, inputs: list[list[int]]) -> Iterator[tuple[list[int], np.ndarray]]:
-        """(original indices, [batch_size, bucket] padded ids) for non-empty inputs."""
-        order = sorted((i for i, ids in enumerate(inputs) if ids), key=lambda i: len(inputs[i]))
+    def _batches(
+        self, inputs: list[list[int]], with_empty: bool
+    ) -> Iterator[tuple[list[int], np.ndarray]]:
+        """(original indices, [batch_size, bucket] padded ids) for non-empty inputs
+        (and empty ones when `with_empty`)."""
+        order = sorted(
+            (i for i, ids in enumerate(inputs) if ids or with_empty), key=lambda i: len(inputs[i])
+        )
         size = self.hp.batch_size
         for start in range(0, len(order), size):
             indices = order[start : start + size]
@@ -161,3 +186,12 @@ class Decoder:
                 ids = inputs[index]
                 batch[row, : len(ids) + 1] = sequences.with_eos(ids)
             yield indices, batch
+
+
+def drop_prompt(ids: tf.Tensor, lengths: tf.Tensor) -> tf.Tensor:
+    """ids [B, K, T] whose row b starts with a prompt of lengths[b] symbols ->
+    the continuations [B, K, T], moved to the front, PAD after."""
+    length = tf.shape(ids)[2]
+    positions = tf.range(length)[tf.newaxis, :] + lengths[:, tf.newaxis]  # [B, T]
+    moved = tf.gather(ids, tf.minimum(positions, length - 1), axis=2, batch_dims=1)  # [B, K, T]
+    return tf.where((positions < length)[:, tf.newaxis, :], moved, sequences.PAD_ID)

@@ -21,7 +21,12 @@ def padding_mask(ids: tf.Tensor) -> tf.Tensor:
 
 def padding_bias(ids: tf.Tensor) -> tf.Tensor:
     """Bias hiding PAD keys. ids [B, S] -> [B, 1, 1, S]."""
-    bias = (1.0 - padding_mask(ids)) * NEG_INF
+    return nonpadding_bias(padding_mask(ids))
+
+
+def nonpadding_bias(nonpadding: tf.Tensor) -> tf.Tensor:
+    """Bias hiding keys where nonpadding [B, S] is 0 -> [B, 1, 1, S]."""
+    bias = (1.0 - tf.cast(nonpadding, tf.float32)) * NEG_INF
     return bias[:, tf.newaxis, tf.newaxis, :]  # [B, 1, 1, S]
 
 

@@ -98,14 +98,20 @@ class EncoderBlock(keras.layers.Layer):
 
 
 class DecoderBlock(keras.layers.Layer):
-    """Causal self-attention, encoder-decoder attention, then the FFN."""
+    """Causal self-attention, encoder-decoder attention, then the FFN.
 
-    def __init__(self, config: BlockConfig, **kwargs):
+    Without an encoder (`cross_attention=False`: a decoder-only language
+    model) the block has no encoder-decoder attention and ignores `encoded`.
+    """
+
+    def __init__(self, config: BlockConfig, cross_attention: bool = True, **kwargs):
         super().__init__(**kwargs)
         self.self_attention = config.attention("self_attention")
         self.self_attention_residual = config.residual("self_attention_residual")
-        self.cross_attention = config.attention("encdec_attention")
-        self.cross_attention_residual = config.residual("encdec_attention_residual")
+        self.has_cross_attention = cross_attention
+        if cross_attention:
+            self.cross_attention = config.attention("encdec_attention")
+            self.cross_attention_residual = config.residual("encdec_attention_residual")
         self.ffn = config.transition_layer(causal=True)
         self.ffn_residual = config.residual("ffn_residual")
 
@@ -117,14 +123,23 @@ class DecoderBlock(keras.layers.Layer):
         x = self.self_attention_residual.apply(
             x, lambda y: self.self_attention(y, y, self_bias, training=training), training=training
         )
-        x = self.cross_attention_residual.apply(
-            x,
-            lambda y: self.cross_attention(y, encoded, encoder_bias, training=training),
-            training=training,
-        )
+        if self.has_cross_attention:
+            x = self.cross_attention_residual.apply(
+                x,
+                lambda y: self.cross_attention(y, encoded, encoder_bias, training=training),
+                training=training,
+            )
         return self.ffn_residual.apply(
             x, lambda y: self.ffn(y, training=training), training=training
         )
+
+    def cross_memory(self, encoded: tf.Tensor) -> dict:
+        """The static cache entries for `encoded` [B, S, C]: its projected
+        cross-attention keys/values [B, H, S, D] (none without an encoder)."""
+        if not self.has_cross_attention:
+            return {}
+        cross_k, cross_v = self.cross_attention.project_memory(encoded)
+        return {"cross_k": cross_k, "cross_v": cross_v}
 
     def initial_cache(self, batch_size: tf.Tensor, max_length: int | None, dtype) -> dict:
         """Empty self-attention keys/values ("self_attention": preallocated for
@@ -140,15 +155,16 @@ class DecoderBlock(keras.layers.Layer):
         x: tf.Tensor,
         cache: dict,
         index: tf.Tensor,
-        cross_kv: tuple[tf.Tensor, tf.Tensor],
+        cross: dict,
         encoder_bias: tf.Tensor,
     ) -> tuple[tf.Tensor, dict]:
         """The block at one position: x [B, 1, C] -> ([B, 1, C], updated cache).
 
-        Keys/values of this position are written at `index`; cross_kv are the
-        encoder's projected keys/values [B', H, S, D], computed once, where
-        x's B rows are B' groups of B / B' hypotheses of one input each (beam
-        search; B' = B otherwise), and encoder_bias is [B', 1, 1, S].
+        Keys/values of this position are written at `index`; `cross` is
+        `cross_memory`'s entries: the encoder's projected keys/values
+        [B', H, S, D], computed once, where x's B rows are B' groups of
+        B / B' hypotheses of one input each (beam search; B' = B otherwise),
+        and encoder_bias is [B', 1, 1, S].
         """
         new = dict(cache)
 
@@ -163,9 +179,13 @@ class DecoderBlock(keras.layers.Layer):
             return out
 
         x = self.self_attention_residual.apply(x, self_attend)
-        x = self.cross_attention_residual.apply(
-            x, lambda y: self.cross_attention.attend_grouped(y, *cross_kv, encoder_bias)
-        )
+        if self.has_cross_attention:
+            x = self.cross_attention_residual.apply(
+                x,
+                lambda y: self.cross_attention.attend_grouped(
+                    y, cross["cross_k"], cross["cross_v"], encoder_bias
+                ),
+            )
         return self.ffn_residual.apply(x, ffn), new
 
     def frozen_step(
@@ -173,7 +193,7 @@ class DecoderBlock(keras.layers.Layer):
         x: tf.Tensor,
         cache: dict,
         index: tf.Tensor,
-        cross_kv: tuple[tf.Tensor, tf.Tensor],
+        cross: dict,
         encoder_bias: tf.Tensor,
     ) -> dict:
         """The cache `decode_step` would leave for input x [B, 1, C], without its output.
@@ -185,7 +205,7 @@ class DecoderBlock(keras.layers.Layer):
         intermediate values, so the block runs.
         """
         if not self.ffn.position_wise:
-            return self.decode_step(x, cache, index, cross_kv, encoder_bias)[1]
+            return self.decode_step(x, cache, index, cross, encoder_bias)[1]
         y = self.self_attention_residual.sublayer_input(x)
         k, v = self.self_attention.project_memory(y)  # [B, H, 1, D] each
         return {**cache, "self_attention": attention.write_kv(cache["self_attention"], k, v, index)}
@@ -226,8 +246,7 @@ class Stack(keras.layers.Layer):
         cache, static = {}, {}
         for i, block in enumerate(self.blocks):
             cache[f"layer_{i}"] = block.initial_cache(batch_size, max_length, encoded.dtype)
-            cross_k, cross_v = block.cross_attention.project_memory(encoded)
-            static[f"layer_{i}"] = {"cross_k": cross_k, "cross_v": cross_v}
+            static[f"layer_{i}"] = block.cross_memory(encoded)
         cache[sequences.STATIC_CACHE] = static
         return cache
 
@@ -240,7 +259,7 @@ class Stack(keras.layers.Layer):
         for i, block in enumerate(self.blocks):
             cross = cache[sequences.STATIC_CACHE][f"layer_{i}"]
             x, new[f"layer_{i}"] = block.decode_step(
-                x, cache[f"layer_{i}"], index, (cross["cross_k"], cross["cross_v"]), encoder_bias
+                x, cache[f"layer_{i}"], index, cross, encoder_bias
             )
         if self.final_norm is not None:
             x = self.final_norm(x)

@@ -130,8 +130,7 @@ class UniversalStack(keras.layers.Layer):
         cross-attention keys/values of `encoded` [B, H, S, D], computed once.
         """
         batch_size = tf.shape(encoded)[0]
-        cross_k, cross_v = self.block.cross_attention.project_memory(encoded)
-        cache = {sequences.STATIC_CACHE: {"cross_k": cross_k, "cross_v": cross_v}}
+        cache = {sequences.STATIC_CACHE: self.block.cross_memory(encoded)}
         for step in range(1, self.max_steps + 1):
             cache[f"step_{step}"] = self.block.initial_cache(batch_size, max_length, encoded.dtype)
         return cache
@@ -149,8 +148,7 @@ class UniversalStack(keras.layers.Layer):
         instead of applying the block, which is exact: halted rows' states
         and outputs no longer change.
         """
-        static = cache[sequences.STATIC_CACHE]
-        cross_kv = (static["cross_k"], static["cross_v"])
+        cross = cache[sequences.STATIC_CACHE]
         position = embedding.timing_signal(1, x.shape[-1], start=index)  # [1, 1, C]
 
         def block_input(state: tf.Tensor, step: int) -> tf.Tensor:
@@ -159,12 +157,12 @@ class UniversalStack(keras.layers.Layer):
 
         def full(state: tf.Tensor, step: int) -> tuple[tf.Tensor, dict]:
             return self.block.decode_step(
-                block_input(state, step), cache[f"step_{step}"], index, cross_kv, encoder_bias
+                block_input(state, step), cache[f"step_{step}"], index, cross, encoder_bias
             )
 
         def frozen(state: tf.Tensor, step: int) -> dict:
             return self.block.frozen_step(
-                block_input(state, step), cache[f"step_{step}"], index, cross_kv, encoder_bias
+                block_input(state, step), cache[f"step_{step}"], index, cross, encoder_bias
             )
 
         new = dict(cache)

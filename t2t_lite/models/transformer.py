@@ -4,7 +4,7 @@ import keras
 import tensorflow as tf
 
 from t2t_lite import registry, sequences
-from t2t_lite.layers import embedding, masks, transformer_layers
+from t2t_lite.layers import embedding, facts, masks, transformer_layers
 from t2t_lite.models import transformer_hparams
 
 
@@ -15,17 +15,37 @@ def shift_right(targets: tf.Tensor) -> tf.Tensor:
 
 @registry.MODELS.register("transformer")
 class Transformer(keras.Model):
-    """Encoder-decoder Transformer with one shared embedding/softmax matrix."""
+    """Encoder-decoder Transformer with one shared embedding/softmax matrix.
+
+    `input_encoding` (sequences.INPUT_ENCODINGS, from the problem) decides
+    what the encoder reads: "tokens", the source sequence; "facts", one
+    position per fact (layers/facts.py, bAbI); "none", nothing: the model
+    is decoder-only (no encoder, no encoder-decoder attention), a language
+    model of the targets, as tensor2tensor built for has_inputs=False.
+    """
 
     hparams_class = transformer_hparams.TransformerHParams
 
-    def __init__(self, hparams: transformer_hparams.TransformerHParams, vocab_size: int, **kwargs):
+    def __init__(
+        self,
+        hparams: transformer_hparams.TransformerHParams,
+        vocab_size: int,
+        input_encoding: str = "tokens",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
+        if input_encoding not in sequences.INPUT_ENCODINGS:
+            raise ValueError(
+                f"input_encoding must be one of {sequences.INPUT_ENCODINGS}, got {input_encoding!r}"
+            )
         self.hparams = hparams
         self.vocab_size = vocab_size
+        self.input_encoding = input_encoding
         self.embedding = embedding.SharedEmbedding(
             vocab_size, hparams.hidden_size, name="shared_embedding"
         )
+        if input_encoding == "facts":
+            self.fact_embedding = facts.FactEmbedding(self.embedding, name="fact_embedding")
         self.input_dropout = keras.layers.Dropout(hparams.layer_prepostprocess_dropout)
         self.target_dropout = keras.layers.Dropout(hparams.layer_prepostprocess_dropout)
         self.encoder, self.decoder = self.make_stacks(self.block_config())
@@ -33,19 +53,24 @@ class Transformer(keras.Model):
     def make_stacks(
         self, config: transformer_layers.BlockConfig
     ) -> tuple[keras.layers.Layer, keras.layers.Layer]:
-        """The encoder and decoder: num_encoder_layers / num_decoder_layers blocks."""
+        """The encoder (None when decoder-only) and decoder: num_encoder_layers /
+        num_decoder_layers blocks."""
         hp = self.hparams
-        encoder = transformer_layers.Stack(
-            tuple(
-                transformer_layers.EncoderBlock(config, name=f"layer_{i}")
-                for i in range(hp.encoder_layers)
-            ),
-            hp.norm_position,
-            name="encoder",
-        )
+        encoder = None
+        if self.has_encoder:
+            encoder = transformer_layers.Stack(
+                tuple(
+                    transformer_layers.EncoderBlock(config, name=f"layer_{i}")
+                    for i in range(hp.encoder_layers)
+                ),
+                hp.norm_position,
+                name="encoder",
+            )
         decoder = transformer_layers.Stack(
             tuple(
-                transformer_layers.DecoderBlock(config, name=f"layer_{i}")
+                transformer_layers.DecoderBlock(
+                    config, cross_attention=self.has_encoder, name=f"layer_{i}"
+                )
                 for i in range(hp.decoder_layers)
             ),
             hp.norm_position,
@@ -65,18 +90,46 @@ class Transformer(keras.Model):
             relu_dropout=hp.relu_dropout,
         )
 
-    def embed_with_timing(
-        self, ids: tf.Tensor, dropout: keras.layers.Layer, training: bool
-    ) -> tf.Tensor:
-        """ids [B, L] -> embeddings plus timing signal, with dropout. [B, L, C]"""
-        x = self.embedding.embed(ids)
-        x = x + tf.cast(timing_signal_like(x), x.dtype)
-        return dropout(x, training=training)
+    @property
+    def has_encoder(self) -> bool:
+        return self.input_encoding != "none"
+
+    def dummy_features(self) -> dict[str, tf.Tensor]:
+        """A one-row batch that builds every variable (checkpoints.build_model)."""
+        targets = tf.ones([1, 2], tf.int32)
+        if self.input_encoding == "facts":  # one (empty) fact, so the encoder runs
+            return {
+                "inputs": tf.constant([[sequences.FACT_END_ID, sequences.EOS_ID]]),
+                "targets": targets,
+            }
+        return {"inputs": targets, "targets": targets}
+
+    def embed_inputs(self, inputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """inputs [B, L] -> (encoder positions' embeddings [B, S, C], nonpadding [B, S]).
+
+        S = L for tokens; for facts, S is the batch's largest fact count.
+        """
+        if self.input_encoding == "facts":
+            return self.fact_embedding(inputs)
+        return self.embedding.embed(inputs), masks.padding_mask(inputs)
+
+    def empty_memory(self, inputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """A decoder-only model's "encoder output": [B, 0, C] and its bias [B, 1, 1, 0].
+
+        Decoding code stays the same for both kinds (the batch size comes
+        from it); blocks without encoder-decoder attention never read it.
+        """
+        batch_size = tf.shape(inputs)[0]
+        encoded = tf.zeros([batch_size, 0, self.hparams.hidden_size], self.embedding.compute_dtype)
+        return encoded, tf.zeros([batch_size, 1, 1, 0])
 
     def encode(self, inputs: tf.Tensor, training: bool = False) -> tuple[tf.Tensor, tf.Tensor]:
-        """inputs [B, S] -> (encoded [B, S, C], encoder-decoder bias [B, 1, 1, S])."""
-        bias = masks.padding_bias(inputs)
-        x = self.embed_with_timing(inputs, self.input_dropout, training)
+        """inputs [B, L] -> (encoded [B, S, C], encoder-decoder bias [B, 1, 1, S])."""
+        if not self.has_encoder:
+            return self.empty_memory(inputs)
+        x, nonpadding = self.embed_inputs(inputs)
+        x = self.input_dropout(x + tf.cast(timing_signal_like(x), x.dtype), training=training)
+        bias = masks.nonpadding_bias(nonpadding)
         return self.encoder(x, bias, training=training), bias
 
     def decode(
@@ -87,8 +140,8 @@ class Transformer(keras.Model):
         training: bool = False,
     ) -> tf.Tensor:
         """Teacher-forced decoding: targets [B, T] -> float32 logits [B, T, V]."""
-        decoder_inputs = shift_right(targets)
-        x = self.embed_with_timing(decoder_inputs, self.target_dropout, training)
+        x = self.embedding.embed(shift_right(targets))
+        x = self.target_dropout(x + tf.cast(timing_signal_like(x), x.dtype), training=training)
         self_bias = masks.causal_bias(tf.shape(targets)[1])
         x = self.decoder(x, self_bias, encoded, encoder_bias, training=training)
         return self.embedding.logits(x)

@@ -6,7 +6,7 @@ import keras
 import tensorflow as tf
 
 from t2t_lite import registry
-from t2t_lite.layers import act, masks, transformer_layers, universal
+from t2t_lite.layers import act, facts, masks, transformer_layers, universal
 from t2t_lite.models import transformer, universal_transformer_hparams
 
 UTHParams = universal_transformer_hparams.UniversalTransformerHParams
@@ -24,8 +24,10 @@ class UniversalTransformer(transformer.Transformer):
 
     hparams_class = UTHParams
 
-    def __init__(self, hparams: UTHParams, vocab_size: int, **kwargs):
-        super().__init__(hparams, vocab_size, **kwargs)
+    def __init__(
+        self, hparams: UTHParams, vocab_size: int, input_encoding: str = "tokens", **kwargs
+    ):
+        super().__init__(hparams, vocab_size, input_encoding, **kwargs)
         self.seed_generator = keras.random.SeedGenerator(0, name="position_start_seed")
 
     def block_config(self) -> transformer_layers.BlockConfig:
@@ -36,17 +38,19 @@ class UniversalTransformer(transformer.Transformer):
     def make_stacks(
         self, config: transformer_layers.BlockConfig
     ) -> tuple[keras.layers.Layer, keras.layers.Layer]:
-        """One shared encoder block and one shared decoder block, each recurrent.
+        """One shared encoder block (none when decoder-only) and one shared
+        decoder block, each recurrent.
 
         Sublayer names carry the stack's name: the stacks are applied with a
         callable, outside Keras's __call__, so no name scope does it for them.
         """
         hp = self.hparams
-        stacks = []
-        for name, block_class in (
-            ("encoder", transformer_layers.EncoderBlock),
-            ("decoder", transformer_layers.DecoderBlock),
-        ):
+        stacks = [None] if not self.has_encoder else []
+        blocks = (
+            ("encoder", transformer_layers.EncoderBlock, {}),
+            ("decoder", transformer_layers.DecoderBlock, {"cross_attention": self.has_encoder}),
+        )
+        for name, block_class, options in blocks[len(stacks) :]:
             halting = (
                 act.AdaptiveComputationTime(
                     hp.act_max_steps,
@@ -60,7 +64,7 @@ class UniversalTransformer(transformer.Transformer):
             )
             stacks.append(
                 universal.UniversalStack(
-                    block_class(config, name=f"{name}_block"),
+                    block_class(config, name=f"{name}_block", **options),
                     hp.num_rec_steps,
                     universal.StepSignal(
                         hp.step_timing_signal_type,
@@ -86,17 +90,24 @@ class UniversalTransformer(transformer.Transformer):
         hp = self.hparams
         if not training or hp.position_start_index != "random":
             return 0
-        limit = hp.position_start_max or tf.shape(features["inputs"])[1]
+        source = features["inputs"] if self.has_encoder else features["targets"]
+        limit = hp.position_start_max or tf.shape(source)[1]
         return keras.random.randint((), 0, limit, dtype="int32", seed=self.seed_generator)
 
     def encode_with_stats(
         self, inputs: tf.Tensor, training: bool = False, position_start: tf.Tensor | int = 0
     ) -> tuple[tf.Tensor, tf.Tensor, act.PonderStats | None]:
-        """inputs [B, S] -> (encoded [B, S, C], bias [B, 1, 1, S], ponder stats or None)."""
-        bias = masks.padding_bias(inputs)
-        nonpadding = masks.padding_mask(inputs)  # [B, S]
+        """inputs [B, L] -> (encoded [B, S, C], bias [B, 1, 1, S], ponder stats or None).
+
+        S = L for tokens, the fact count for facts; a decoder-only model
+        returns its empty memory and no stats.
+        """
+        if not self.has_encoder:
+            return (*self.empty_memory(inputs), None)
+        x, nonpadding = self.embed_inputs(inputs)  # [B, S, C], [B, S]
+        bias = masks.nonpadding_bias(nonpadding)
         mask = nonpadding[..., tf.newaxis]  # [B, S, 1]
-        x = self.input_dropout(self.embedding.embed(inputs), training=training)
+        x = self.input_dropout(x, training=training)
         encoded, stats = self.encoder.apply(
             x,
             lambda h: self.encoder.block(h, bias, mask, training=training),
@@ -155,16 +166,22 @@ class UniversalTransformer(transformer.Transformer):
         logits, decoder_stats = self.decode_with_stats(
             features["targets"], encoded, bias, training, start
         )
-        if encoder_stats is None:
+        if decoder_stats is None:
             return logits, {}
         aux = {}
         ponder = []
-        for name, stats, ids in (
-            ("encoder", encoder_stats, features["inputs"]),
-            ("decoder", decoder_stats, features["targets"]),
-        ):
-            ponder.append(stats.mean_ponder_time(masks.padding_mask(ids)))
+        sides = [("decoder", decoder_stats, masks.padding_mask(features["targets"]))]
+        if encoder_stats is not None:
+            sides.insert(0, ("encoder", encoder_stats, self.encoder_nonpadding(features["inputs"])))
+        for name, stats, nonpadding in sides:
+            ponder.append(stats.mean_ponder_time(nonpadding))
             aux[f"{name}_ponder_time"] = ponder[-1]
             aux[f"{name}_act_steps"] = tf.cast(stats.steps, tf.float32)
         aux["loss"] = self.hparams.act_loss_weight * tf.add_n(ponder)
         return logits, aux
+
+    def encoder_nonpadding(self, inputs: tf.Tensor) -> tf.Tensor:
+        """[B, S] 1.0 at the encoder's real positions (tokens, or facts)."""
+        if self.input_encoding == "facts":
+            return facts.fact_structure(inputs)[2]
+        return masks.padding_mask(inputs)

@@ -1,0 +1,66 @@
+"""The UT paper's bAbI input encoding: one encoder position per fact.
+
+Inputs are facts, each ending with FACT_END_ID (the question is the last
+fact), then EOS. Fact k with words w_1..w_n is embedded as
+sum_j e(w_j) * f_j, where e is the shared word embedding and f_j [C] a
+learned multiplicative positional mask for the word's place in its fact
+(Dehghani et al. 2019, section 3.1; Sukhbaatar et al. 2015's position
+encoding made learnable). Permuting the words of a fact changes its
+embedding only through the f_j.
+"""
+
+import keras
+import tensorflow as tf
+
+from t2t_lite import sequences
+from t2t_lite.layers import embedding as embedding_lib
+
+# Words past this place in a fact share the last mask row (bAbI facts have
+# at most a dozen words).
+MAX_FACT_WORDS = 32
+
+
+def fact_structure(ids: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """ids [B, L] -> (membership [B, F, L] float32, word place [B, L] int32, nonpadding [B, F]).
+
+    membership[b, k, t] is 1 when token t is a word of fact k; F is the
+    batch's largest fact count. FACT_END, EOS and PAD belong to no fact.
+    """
+    is_end = tf.cast(tf.equal(ids, sequences.FACT_END_ID), tf.int32)  # [B, L]
+    is_word = tf.cast(ids > sequences.FACT_END_ID, tf.float32)  # [B, L]
+    fact_index = tf.cumsum(is_end, axis=1, exclusive=True)  # [B, L]
+    num_facts = tf.reduce_sum(is_end, axis=1)  # [B]
+    max_facts = tf.reduce_max(num_facts)
+    membership = tf.one_hot(fact_index, max_facts, axis=1)  # [B, F, L]
+    membership *= is_word[:, tf.newaxis, :]
+    # Words of the same fact before each token: an exclusive running count
+    # per fact, read at the token's own fact.
+    before = tf.cumsum(membership, axis=2, exclusive=True)  # [B, F, L]
+    place = tf.cast(tf.reduce_sum(before * membership, axis=1), tf.int32)  # [B, L]
+    nonpadding = tf.cast(tf.range(max_facts)[tf.newaxis, :] < num_facts[:, tf.newaxis], tf.float32)
+    return membership, place, nonpadding  # [B, F, L], [B, L], [B, F]
+
+
+class FactEmbedding(keras.layers.Layer):
+    """Token ids [B, L] -> fact embeddings [B, F, C] and their nonpadding [B, F]."""
+
+    def __init__(self, word_embedding: embedding_lib.SharedEmbedding, **kwargs):
+        super().__init__(**kwargs)
+        self.word_embedding = word_embedding
+
+    def build(self, input_shape=None):
+        # Ones: at initialisation a fact is the plain sum of its words.
+        self.position_mask = self.add_weight(
+            name="position_mask",
+            shape=(MAX_FACT_WORDS, self.word_embedding.hidden_size),
+            initializer="ones",
+        )
+
+    def call(self, ids):
+        membership, place, nonpadding = fact_structure(ids)
+        words = self.word_embedding.embed(ids)  # [B, L, C]
+        mask = tf.gather(
+            tf.cast(self.position_mask, words.dtype), tf.minimum(place, MAX_FACT_WORDS - 1)
+        )  # [B, L, C]
+        facts = tf.einsum("bfl,blc->bfc", tf.cast(membership, words.dtype), words * mask)
+        return facts, nonpadding  # [B, F, C], [B, F]
