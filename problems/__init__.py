@@ -2,6 +2,7 @@
 
 from problems import (
     algorithmic,  # noqa: F401
+    babi,  # noqa: F401
     text_files,  # noqa: F401
     translate_tfds,  # noqa: F401
 )

@@ -180,3 +180,19 @@ def transformer_algorithmic_tiny() -> TransformerHParams:
         max_length=48,
         batch_size=2048,
     )
+
+
+@registry.HPARAMS.register("transformer_babi_tiny")
+def transformer_babi_tiny() -> TransformerHParams:
+    """bAbI at CPU scale: transformer_tiny's dimensions (d=128, 2 layers).
+
+    Stories of up to 51 facts (the question included) are up to 664 tokens
+    long; the encoder sees one position per fact.
+    """
+    return dataclasses.replace(
+        transformer_tiny(),
+        learning_rate_constant=1.0,
+        learning_rate_warmup_steps=400,
+        max_length=664,
+        batch_size=4096,
+    )

@@ -190,3 +190,15 @@ def universal_transformer_algorithmic_tiny() -> UniversalTransformerHParams:
 def adaptive_universal_transformer_algorithmic_tiny() -> UniversalTransformerHParams:
     """universal_transformer_algorithmic_tiny under ACT, at most 8 steps."""
     return _adaptive(universal_transformer_algorithmic_tiny())
+
+
+@registry.HPARAMS.register("universal_transformer_babi_tiny")
+def universal_transformer_babi_tiny() -> UniversalTransformerHParams:
+    """transformer_babi_tiny's settings, one shared block applied 4 times."""
+    return _universal(transformer_hparams.transformer_babi_tiny(), num_rec_steps=4)
+
+
+@registry.HPARAMS.register("adaptive_universal_transformer_babi_tiny")
+def adaptive_universal_transformer_babi_tiny() -> UniversalTransformerHParams:
+    """universal_transformer_babi_tiny under ACT, at most 8 steps."""
+    return _adaptive(universal_transformer_babi_tiny())
