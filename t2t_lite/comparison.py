@@ -13,6 +13,7 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_lite import experiment, files
+from t2t_lite.data import problem as problem_lib
 from t2t_lite.run_dir import METRICS_FILE
 from t2t_lite.training import trainer
 from t2t_lite.visualization import curves, plots
@@ -33,25 +34,40 @@ class Entry:
     label: str
     model: str
     hparams_set: str
-    paper_row: str  # key into PAPER_TABLE4's rows
+    paper_row: str  # key into PAPER_TABLE4's (and babi_report.PAPER_TABLE1's) rows
     hparams: str = ""
+    babi_hparams_set: str = ""  # the set for bAbI problems ("": not for bAbI)
+
+    def hparams_set_for(self, problem: str) -> str:
+        """The hparams set for `problem`: bAbI problems (fact encoding) get their own."""
+        if problem_lib.get(problem).input_encoding != "facts":
+            return self.hparams_set
+        if not self.babi_hparams_set:
+            raise ValueError(f"--models: {self.label!r} has no bAbI configuration")
+        return self.babi_hparams_set
 
 
 ENTRIES = {
     "transformer": Entry(
-        "Transformer", "transformer", "transformer_algorithmic_tiny", "transformer"
+        "Transformer",
+        "transformer",
+        "transformer_algorithmic_tiny",
+        "transformer",
+        babi_hparams_set="transformer_babi_tiny",
     ),
     "universal_transformer": Entry(
         "UT",
         "universal_transformer",
         "universal_transformer_algorithmic_tiny",
         "universal_transformer",
+        babi_hparams_set="universal_transformer_babi_tiny",
     ),
     "adaptive_universal_transformer": Entry(
         "UT + ACT",
         "universal_transformer",
         "adaptive_universal_transformer_algorithmic_tiny",
         "universal_transformer",
+        babi_hparams_set="adaptive_universal_transformer_babi_tiny",
     ),
     # The paper's trick for its algorithmic tasks: positions start at a random
     # offset in training, so the test's longer lengths meet trained positions.
@@ -71,6 +87,14 @@ def task_of(problem: str) -> str | None:
     if len(parts) == 3 and parts[0] == "algorithmic":
         return TASKS.get(parts[1])
     return None
+
+
+def babi_problems(problems: list[str]) -> bool:
+    """True when every problem is a bAbI one (fact encoding); mixing kinds is an error."""
+    kinds = {problem_lib.get(name).input_encoding == "facts" for name in problems}
+    if len(kinds) > 1:
+        raise ValueError("--problems: compare bAbI problems and other problems separately")
+    return kinds == {True}
 
 
 def parse_entries(names: list[str]) -> list[Entry]:
@@ -94,7 +118,9 @@ def run(
         (
             problem,
             entry,
-            experiment.Experiment.resolve(entry.model, problem, entry.hparams_set, entry.hparams),
+            experiment.Experiment.resolve(
+                entry.model, problem, entry.hparams_set_for(problem), entry.hparams
+            ),
         )
         for problem in problems
         for entry in entries

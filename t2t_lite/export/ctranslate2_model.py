@@ -33,8 +33,14 @@ from t2t_lite.layers import embedding, transformer_layers
 MODEL = "transformer"  # the only model family CTranslate2 can run
 
 
-def check_mappable(model_name: str) -> None:
+def check_mappable(model_name: str, input_encoding: str = "tokens") -> None:
     """Refuses a run whose model CTranslate2 cannot express."""
+    if input_encoding != "tokens":
+        raise ValueError(
+            f"--format=ctranslate2: the run's inputs are encoded as {input_encoding!r}; only "
+            "encoder-decoder Transformers over token sequences map to CTranslate2's "
+            "TransformerSpec; export it as a SavedModel (--format=saved_model) instead"
+        )
     if model_name != MODEL:
         raise ValueError(
             f"--format=ctranslate2: the run's model is {model_name!r}; only {MODEL!r} maps to "

@@ -91,7 +91,7 @@ def export(
         raise ValueError(f"{final} exists; pick another --version (existing: {existing})")
     experiment = experiment_lib.Experiment.load(output_dir)
     if export_format == CTRANSLATE2:
-        ctranslate2_model.check_mappable(experiment.model)
+        ctranslate2_model.check_mappable(experiment.model, experiment.input_encoding)
     problem, model, path = run_dir.open_run(output_dir, checkpoint_path)
     tokenizer = problem.graph_tokenizer(data_dir)
     files.remove_leftovers(export_dir, TEMPORARY)

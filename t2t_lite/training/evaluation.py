@@ -1,5 +1,6 @@
-"""Evaluation: teacher-forced loss, token and sequence accuracy; BLEU of decodes."""
+"""Evaluation: teacher-forced loss, perplexity, token and sequence accuracy; BLEU of decodes."""
 
+import math
 from collections.abc import Callable
 
 import keras
@@ -26,7 +27,9 @@ def make_eval_step(
         logits, aux = model.forward(batch, training=False)
         loss_sum, weight = losses.smoothed_cross_entropy(logits, batch["targets"], label_smoothing)
         counts = losses.accuracy_counts(logits, batch["targets"])
-        counts.update(loss_sum=loss_sum, weight=weight, batches=tf.constant(1.0))
+        # Perplexity is of the model's distribution: without label smoothing.
+        nll_sum = losses.smoothed_cross_entropy(logits, batch["targets"], 0.0)[0]
+        counts.update(loss_sum=loss_sum, nll_sum=nll_sum, weight=weight, batches=tf.constant(1.0))
         # The model's metrics (e.g. ponder time) are per-batch means: summed
         # here, divided by the batch count in `summarize`.
         counts.update({f"{AUX}{key}": value for key, value in aux.items() if key != "loss"})
@@ -71,6 +74,8 @@ def summarize(totals: dict[str, float]) -> dict[str, float]:
         "loss": totals["loss_sum"] / totals["weight"],
         "accuracy": totals["correct_tokens"] / totals["tokens"],
         "sequence_accuracy": totals["correct_sequences"] / totals["sequences"],
+        # exp of the mean per-token negative log-likelihood (EOS included).
+        "perplexity": math.exp(min(totals["nll_sum"] / totals["weight"], 700.0)),
         "examples": int(totals["sequences"]),
     }
     for key, value in totals.items():

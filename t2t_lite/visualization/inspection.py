@@ -29,8 +29,11 @@ class Inspection:
     attention[kind]: float32 [N, H, Q, K] for N layers (Transformer) or
     recurrence steps (UT; under ACT the steps the loop executed); queries Q
     and keys K are input positions (encoder), output positions (decoder) or
-    output by input positions (encdec). ponder[side] = (n_updates, remainders),
-    each [L], for the adaptive UT's "encoder" and "decoder"; empty otherwise.
+    output by input positions (encdec); a decoder-only model has only
+    "decoder" maps. Under fact encoding (bAbI) the encoder's positions are
+    facts: input_tokens holds one label per fact. ponder[side] =
+    (n_updates, remainders), each [L], for the adaptive UT's "encoder" and
+    "decoder" (those it has); empty otherwise.
     """
 
     input_ids: list[int]
@@ -40,6 +43,7 @@ class Inspection:
     unit: str  # "layer" or "step": what the first attention axis counts
     attention: dict[str, np.ndarray]
     ponder: dict[str, tuple[np.ndarray, np.ndarray]]
+    text: str = ""  # the input as read (the output, for a decoder-only model)
 
     def axes(self, kind: str) -> tuple[list[str], list[str]]:
         """(query tokens, key tokens) of a kind's maps."""
@@ -66,6 +70,18 @@ def token_labels(problem: problem_lib.Problem, ids: list[int]) -> list[str]:
     return labels
 
 
+def fact_labels(problem: problem_lib.Problem, ids: list[int]) -> list[str]:
+    """One label per fact of fact-encoded ids: the fact's words (the question last)."""
+    labels, current = [], []
+    for i in ids:
+        if i == sequences.FACT_END_ID:
+            labels.append(problem.decode_text(current))
+            current = []
+        elif i > sequences.FACT_END_ID:
+            current.append(i)
+    return labels
+
+
 def _stack(records: list[tuple[str, tf.Tensor]]) -> np.ndarray:
     """Recorded [1, H, Q, K] maps -> [N, H, Q, K] (the batch of one dropped)."""
     return np.stack([weights.numpy()[0] for _, weights in records])
@@ -89,20 +105,36 @@ def inspect(
             _, decoder_stats = model.decode_with_stats(targets, encoded, bias)
         else:
             model.decode(targets, encoded, bias)
-    if with_stats and encoder_stats is not None:
+    if with_stats:
         for side, stats in (("encoder", encoder_stats), ("decoder", decoder_stats)):
-            ponder[side] = (stats.n_updates.numpy()[0], stats.remainders.numpy()[0])
-    maps = {ENCODER: _stack(encoder_records)}
+            if stats is not None:
+                ponder[side] = (stats.n_updates.numpy()[0], stats.remainders.numpy()[0])
+    maps = {}
+    if encoder_records:
+        maps[ENCODER] = _stack(encoder_records)
     for name, kind in _DECODER_LAYERS.items():
-        maps[kind] = _stack([r for r in decoder_records if r[0] == name])
+        records = [r for r in decoder_records if r[0] == name]
+        if records:
+            maps[kind] = _stack(records)
+    encoding = getattr(model, "input_encoding", "tokens")
+    output_tokens = token_labels(problem, targets[0].numpy().tolist())
+    if encoding == "facts":
+        input_tokens = fact_labels(problem, input_ids)
+        text = " . ".join(input_tokens)
+    elif encoding == "none":
+        input_tokens, text = [], problem.decode_text(output_ids)
+    else:
+        input_tokens = token_labels(problem, inputs[0].numpy().tolist())
+        text = " ".join(input_tokens[:-1])
     return Inspection(
         input_ids=[int(i) for i in inputs[0].numpy()],
         output_ids=[int(i) for i in targets[0].numpy()],
-        input_tokens=token_labels(problem, inputs[0].numpy().tolist()),
-        output_tokens=token_labels(problem, targets[0].numpy().tolist()),
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
         unit="step" if with_stats else "layer",
         attention=maps,
         ponder=ponder,
+        text=text,
     )
 
 

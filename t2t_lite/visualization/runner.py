@@ -32,8 +32,8 @@ def write_example(
 ) -> list[str]:
     """PNGs of one example's maps, each with its data (.npz, ponder .json) -> paths written."""
     written = []
-    text = " ".join(found.input_tokens[:-1])
-    for kind in inspection.KINDS:
+    text = found.text
+    for kind in found.attention:
         arrays = inspection.to_arrays(found, kind)
         if heads == "mean":
             arrays["weights"] = arrays["weights"].mean(axis=1, keepdims=True)  # [N, 1, Q, K]
