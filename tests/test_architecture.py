@@ -13,7 +13,7 @@ LEVELS = [
     ("experiment", "checkpoints", "run_dir"),
     ("decoding",),
     ("training",),
-    ("export", "visualization", "comparison", "cli"),
+    ("export", "visualization", "comparison", "babi_report", "cli"),
 ]
 
 

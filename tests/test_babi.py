@@ -212,3 +212,32 @@ def test_fact_structure_pads_rows_with_fewer_facts():
     assert nonpadding.numpy().tolist() == [[1, 1], [1, 0]]
     assert place.numpy().tolist() == [[0, 0, 0, 0, 0], [0, 1, 0, 0, 0]]
     assert membership.numpy()[1].tolist() == [[1, 1, 0, 0, 0], [0, 0, 0, 0, 0]]
+
+
+def test_table1_rows_from_per_task_metrics():
+    from t2t_lite import babi_report, comparison
+
+    def split(seq, ponder=None):
+        metrics = {"sequence_accuracy": seq, "accuracy": seq, "loss": 0.1, "examples": 100}
+        if ponder is not None:
+            metrics["encoder_ponder_time"] = ponder
+        return metrics
+
+    results = {
+        "dev": split(0.9),
+        "test_qa1": split(1.0, 2.0),
+        "test_qa2": split(0.93, 2.5),
+        "test_qa3": split(0.96, 3.5),
+    }
+    assert babi_report.task_errors(results) == pytest.approx({1: 0.0, 2: 7.0, 3: 4.0})
+    assert babi_report.task_ponder(results) == {1: 2.0, 2: 2.5, 3: 3.5}
+    entry = comparison.ENTRIES["adaptive_universal_transformer"]
+    table = babi_report.markdown_table([{"problem": "p", "entry": entry, "results": results}])
+    row = table.splitlines()[-1]
+    assert row == ("| p | UT + ACT | 0.0 | 7.0 | 4.0 | 3.7 | 1/3 | 0.21 | 0 | 2.00 / 2.50 / 3.50 |")
+    assert entry.hparams_set_for("babi_qa_generated") == "adaptive_universal_transformer_babi_tiny"
+    assert comparison.babi_problems(["babi_qa_generated_1k"])
+    with pytest.raises(ValueError, match="compare bAbI problems and other problems separately"):
+        comparison.babi_problems(["babi_qa_generated", "algorithmic_identity_binary40"])
+    with pytest.raises(ValueError, match="has no bAbI configuration"):
+        comparison.ENTRIES["universal_transformer_offsets"].hparams_set_for("babi_qa_generated")
