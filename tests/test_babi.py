@@ -241,3 +241,27 @@ def test_table1_rows_from_per_task_metrics():
         comparison.babi_problems(["babi_qa_generated", "algorithmic_identity_binary40"])
     with pytest.raises(ValueError, match="has no bAbI configuration"):
         comparison.ENTRIES["universal_transformer_offsets"].hparams_set_for("babi_qa_generated")
+
+
+def test_ponder_map_has_one_bar_per_fact(tmp_path):
+    from t2t_lite import checkpoints, registry
+    from t2t_lite.visualization import inspection
+
+    prob = SmallBabi()
+    prob.name = "babi_small"
+    prob.generate_data(str(tmp_path), seed=2)
+    hp = registry.HPARAMS.get("adaptive_universal_transformer_test")()
+    model = registry.MODELS.get("universal_transformer")(hp, prob.vocab_size, "facts")
+    checkpoints.build_model(model)
+    ids = prob.encode_text("Mary moved to the bathroom. John went to the office. Where is Mary?")
+    found = inspection.inspect(model, prob, ids, prob._word_ids(["bathroom"], "answer"))
+    assert found.input_tokens == [
+        "mary moved to the bathroom",
+        "john went to the office",
+        "where is mary",
+    ]
+    assert found.attention["encoder"].shape[-2:] == (3, 3)
+    assert found.attention["encdec"].shape[-2:] == (2, 3)
+    record = inspection.ponder_record(found)
+    assert len(record["encoder"]["ponder_time"]) == 3
+    assert all(1.0 <= p <= hp.act_max_steps + 1 for p in record["encoder"]["ponder_time"])
