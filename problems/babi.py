@@ -196,13 +196,16 @@ class GeneratedBabi1k(GeneratedBabi):
     """Tasks 1-3, 1,000 training questions each (the 1k setting)."""
 
 
-@problem.register("babi_qa_generated_task1")
-class GeneratedBabiTask1(GeneratedBabi):
-    """Task 1 alone, 2,000 training questions: a quick check that a model reads facts."""
+class SingleTaskBabi(GeneratedBabi):
+    """One task, 10,000 training questions (the paper's "10k, train single")."""
 
-    questions_per_task = {"train": 2000, "dev": 200}
-    generated_tasks = (1,)
-    test_questions = 500
+    questions_per_task = {"train": 10_000, "dev": 500}
+
+
+for _task in babi_generator.TASKS:
+    problem.register(f"babi_qa_generated_task{_task}")(
+        type(f"GeneratedBabiTask{_task}", (SingleTaskBabi,), {"generated_tasks": (_task,)})
+    )
 
 
 @problem.register("babi_qa_from_files")

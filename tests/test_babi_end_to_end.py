@@ -21,6 +21,6 @@ def test_tiny_universal_transformer_solves_generated_task_1(tmp_path, train_seed
     )
     results = trainer.train(exp, data_dir, str(tmp_path / "run"), config)
     test = results["test_qa1"]
-    assert test["examples"] == 500
+    assert test["examples"] == 1000
     error = 100.0 * (1.0 - test["sequence_accuracy"])
     assert error < 5.0, f"task 1 error {error:.1f}% (dev {results['dev']})"
