@@ -115,7 +115,11 @@ class Decoder:
             is_eos = vocab == sequences.EOS_ID  # [V]
             if hp.min_length:
                 early = (index < prompt_rows[:rows] + hp.min_length)[:, tf.newaxis]  # [N, 1]
-                logits = tf.where(early & is_eos, search.NEG, logits)
+                logits = tf.cond(
+                    tf.reduce_any(early),
+                    lambda: tf.where(early & is_eos, search.NEG, logits),
+                    lambda: logits,
+                )
             if prompted:
                 # The prompt's symbol is the only choice, with log-prob 0.
                 forced = (index < prompt_rows[:rows])[:, tf.newaxis]  # [N, 1]
@@ -148,7 +152,8 @@ class Decoder:
         """Inputs without EOS -> per input, its hypotheses (ids up to EOS, score), best first.
 
         Inputs are sorted by length and batched; outputs come back in input order.
-        An empty input gives [([], 0.0)] without running the model.
+        An empty input gives [([], 0.0)] without running the model, except
+        for a decoder-only model, which continues an empty prompt.
         """
         results: list = [None] * len(inputs)
         # A language model continues an empty prompt; a translation of nothing is nothing.
