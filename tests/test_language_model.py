@@ -236,3 +236,22 @@ def test_an_encoder_decoder_language_model_run_keeps_loading(tmp_path):
     )
     with pytest.raises(ValueError, match="differs in: input_encoding"):
         trainer.train(exp, data_dir, run, trainer.TrainConfig(train_steps=4))
+
+
+@pytest.mark.parametrize("xla", [False, True])
+def test_min_length_counts_the_continuation_not_the_prompt(xla):
+    model = decoder_only(*MODELS[0])
+    bias = np.zeros([13], np.float32)
+    bias[sequences.EOS_ID] = 50.0  # EOS is every step's argmax
+    hp = decoder_lib.DecodeHParams(extra_length=6, min_length=3)
+
+    class EosFirst:
+        has_encoder = False
+        encode, init_cache = model.encode, model.init_cache
+
+        def decode_step(self, ids, index, cache):
+            logits, cache = model.decode_step(ids, index, cache)
+            return logits + bias, cache
+
+    outputs = decoder_lib.Decoder(EosFirst(), hp, xla_compile=xla).decode_ids([[5, 6, 7, 8], []])
+    assert [len(hyps[0][0]) for hyps in outputs] == [3, 3]
