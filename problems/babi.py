@@ -13,6 +13,7 @@ rate per task (1 - sequence accuracy).
         --train_files=en-valid-10k/qa1_train.txt,... --dev_files=en-valid-10k/qa1_valid.txt,...
 """
 
+import abc
 import json
 import os
 from collections.abc import Iterator
@@ -42,11 +43,13 @@ class BabiProblem(problem.Problem):
 
     # Subclasses.
 
+    @abc.abstractmethod
     def examples(self, data_dir: str, split: str, rng) -> Iterator[babi_format.Example]:
-        raise NotImplementedError
+        """The split's examples (rng: the generator's, for generated problems)."""
 
+    @abc.abstractmethod
     def task_split(self, task: int) -> str:
-        raise NotImplementedError
+        """The name of the evaluation split of one task."""
 
     # Splits and vocabulary.
 
@@ -72,8 +75,12 @@ class BabiProblem(problem.Problem):
 
     def bind(self, directory: str) -> None:
         data = json.loads(files.read_text(os.path.join(directory, self.vocab_filename)))
-        self.tokens, self.tasks = list(data["tokens"]), tuple(data["tasks"])
-        self._ids = {token: i for i, token in enumerate(self.tokens)}
+        self._set_tokens(list(data["tokens"]))
+        self.tasks = tuple(data["tasks"])
+
+    def _set_tokens(self, tokens: list[str]) -> None:
+        self.tokens = tokens
+        self._ids = {token: i for i, token in enumerate(tokens)}
 
     def save_assets(self, directory: str) -> None:
         record = {"tokens": self._tokens(), "tasks": list(self.tasks)}
@@ -95,8 +102,7 @@ class BabiProblem(problem.Problem):
         for index, split in enumerate(sorted(self.splits)):
             for ex in self.examples(data_dir, split, np.random.default_rng([seed, index])):
                 words.update(w for fact in (*ex.facts, ex.question, ex.answer) for w in fact)
-        self.tokens = [*VOCAB_HEAD, *sorted(words - set(VOCAB_HEAD))]
-        self._ids = {token: i for i, token in enumerate(self.tokens)}
+        self._set_tokens([*VOCAB_HEAD, *sorted(words - set(VOCAB_HEAD))])
         self._data_dir = data_dir
         tf.io.gfile.makedirs(data_dir)
         counts = super().generate_data(data_dir, seed)

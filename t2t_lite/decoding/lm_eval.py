@@ -77,9 +77,18 @@ def _split_last_word(
     if len(words) < 2:
         raise ValueError(f"{where}: expected a passage of at least two words")
     context = line[: line.rstrip().rfind(words[-1])].rstrip()
-    whole, prefix = problem.encode_text(line.strip()), problem.encode_text(context)
+    return _after(problem, context, words[-1], f"{where}: the last word")
+
+
+def _after(
+    problem: problem_lib.Problem, context: str, target: str, what: str
+) -> tuple[list[int], list[int]]:
+    """(ids of context, ids of target after it); ValueError when the target's
+    tokens are not the tail of the whole text's."""
+    prefix = problem.encode_text(context)
+    whole = problem.encode_text(f"{context} {target}")
     if whole[: len(prefix)] != prefix or len(whole) == len(prefix):
-        raise ValueError(f"{where}: the last word does not tokenize apart from its context")
+        raise ValueError(f"{what} does not tokenize apart from its context")
     return prefix, whole[len(prefix) :]
 
 
@@ -108,12 +117,9 @@ def agreement(
         fields = line.split("\t")
         if len(fields) != 3 or not all(f.strip() for f in fields):
             raise ValueError(f"{source}:{number}: expected prefix<TAB>correct verb<TAB>wrong verb")
-        prefix = problem.encode_text(fields[0].strip())
         for verb in fields[1:]:
-            whole = problem.encode_text(f"{fields[0].strip()} {verb.strip()}")
-            if whole[: len(prefix)] != prefix or len(whole) == len(prefix):
-                raise ValueError(f"{source}:{number}: {verb.strip()!r} does not tokenize apart")
-            pairs.append((prefix, whole[len(prefix) :]))
+            what = f"{source}:{number}: {verb.strip()!r}"
+            pairs.append(_after(problem, fields[0].strip(), verb.strip(), what))
     scored = score(model, pairs)
     right = [scored[i].log_prob > scored[i + 1].log_prob for i in range(0, len(scored), 2)]
     details = [
