@@ -90,3 +90,35 @@ def test_shared_embedding_is_the_softmax():
     after = model(features)
     assert not np.allclose(before, after)
     np.testing.assert_allclose(after, tf.zeros_like(after))
+
+
+@pytest.mark.parametrize("kind", ["random", "random_per_step"])
+def test_offsets_shift_positions_in_training_only(kind):
+    features = {
+        "inputs": tf.constant([[3, 4, 5, 1, 0], [6, 1, 0, 0, 0]]),
+        "targets": tf.constant([[7, 8, 1], [9, 1, 0]]),
+    }
+    fixed = tiny_model(layer_prepostprocess_dropout=0.0, attention_dropout=0.0, relu_dropout=0.0)
+    shifted = tiny_model(
+        layer_prepostprocess_dropout=0.0,
+        attention_dropout=0.0,
+        relu_dropout=0.0,
+        position_start_index=kind,
+        position_start_max=1000,
+    )
+    fixed(features)
+    shifted(features)
+    trainable = [w for w in shifted.weights if "seed" not in w.path]
+    for source, target in zip(fixed.weights, trainable, strict=True):
+        target.assign(source)
+    expected = fixed(features, training=False).numpy()
+    np.testing.assert_allclose(shifted(features, training=False).numpy(), expected, atol=1e-6)
+    assert not np.allclose(shifted(features, training=True).numpy(), expected, atol=1e-4)
+    draws = [shifted.position_starts(features, training=True) for _ in range(3)]
+    for encoder, decoder in draws:
+        assert encoder.shape == () and decoder.shape == ()  # one offset per stack
+        assert 0 <= int(encoder) < 1000 and 0 <= int(decoder) < 1000
+    same = [int(encoder) == int(decoder) for encoder, decoder in draws]
+    # "random": shared by both stacks; "random_per_step": drawn for each stack.
+    assert all(same) if kind == "random" else not all(same)
+    assert not [w for w in fixed.weights if "seed" in w.path]  # none without offsets

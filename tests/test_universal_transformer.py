@@ -135,6 +135,45 @@ def test_random_position_start_applies_in_training_only():
     np.testing.assert_allclose(fixed(FEATURES, training=True).numpy(), expected, atol=1e-6)
 
 
+def test_offset_semantics_shared_and_per_step():
+    """ "random": one offset in [0, max) for both stacks; "random_per_step": a vector of
+    max_steps offsets per stack, drawn independently; evaluation always starts at 0."""
+    shared = ut_model(position_start_index="random", position_start_max=1000)
+    per_step = ut_model(position_start_index="random_per_step", position_start_max=1000)
+    assert shared.position_starts(FEATURES, training=False) == (0, 0)
+    assert per_step.position_starts(FEATURES, training=False) == (0, 0)
+    encoder, decoder = shared.position_starts(FEATURES, training=True)
+    assert encoder.shape == () and int(encoder) == int(decoder) and 0 <= int(encoder) < 1000
+    encoder, decoder = per_step.position_starts(FEATURES, training=True)
+    steps = per_step.hparams.num_rec_steps
+    assert encoder.shape == (steps,) and decoder.shape == (steps,)
+    assert np.all((encoder.numpy() >= 0) & (encoder.numpy() < 1000))
+    assert encoder.numpy().tolist() != decoder.numpy().tolist()  # 1 in 10^9 to collide
+    # position_start_max=0: the limit is the batch's source length (5 here).
+    length_limited = ut_model(position_start_index="random_per_step")
+    for _ in range(5):
+        for starts in length_limited.position_starts(FEATURES, training=True):
+            assert np.all((starts.numpy() >= 0) & (starts.numpy() < 5))
+
+
+def test_a_per_step_start_shifts_each_steps_positions():
+    """With an identity block and no final norm, the stack's output is the sum over
+    steps t of (positions from start[t-1]) + step signal t."""
+    model = ut_model(norm_position="post")
+    stack = model.decoder
+    length, channels = 4, model.hparams.hidden_size
+    x = tf.zeros([1, length, channels])
+    starts = tf.constant([0, 7, 3])
+    output, _ = stack.apply(x, lambda h: h, starts, tf.ones([1, length]))
+    expected = sum(
+        embedding.timing_signal(length, channels, start=int(start)) + stack.step_signal.signal(step)
+        for step, start in enumerate(starts.numpy(), start=1)
+    )
+    np.testing.assert_allclose(output.numpy(), expected.numpy(), atol=1e-5)
+    scalar, _ = stack.apply(x, lambda h: h, 7, tf.ones([1, length]))
+    assert not np.allclose(scalar.numpy(), output.numpy(), atol=1e-3)
+
+
 @pytest.mark.parametrize(
     "overrides",
     [{}, {"transformer_ffn_type": "sepconv"}, {"recurrence_type": "act"}],

@@ -82,15 +82,32 @@ class UniversalStack(keras.layers.Layer):
         pass
 
     def _with_signals(
-        self, positions: tf.Tensor, block_step: Callable[[tf.Tensor, tf.Tensor | int], tf.Tensor]
+        self,
+        positions: Callable[[tf.Tensor | int], tf.Tensor],
+        block_step: Callable[[tf.Tensor, tf.Tensor | int], tf.Tensor],
     ) -> Callable[[tf.Tensor, tf.Tensor | int], tf.Tensor]:
-        """step_fn(state, step) = block_step(state + P_t, step), P_t = positions + step signal."""
+        """step_fn(state, step) = block_step(state + P_t, step), P_t = positions(t) + step signal."""
 
         def step_fn(state: tf.Tensor, step: tf.Tensor | int) -> tf.Tensor:
-            signal = positions + self.step_signal.signal(step)  # [1, L, C]
+            signal = positions(step) + self.step_signal.signal(step)  # [1, L, C]
             return block_step(state + tf.cast(signal, state.dtype), step)
 
         return step_fn
+
+    def _positions(
+        self, length: tf.Tensor, channels: int, position_start: tf.Tensor | int
+    ) -> Callable[[tf.Tensor | int], tf.Tensor]:
+        """Step t (1-based) -> the position signal [1, L, C].
+
+        A scalar position_start is every step's first position; a vector
+        [max_steps] gives step t its own, position_start[t - 1].
+        """
+        if isinstance(position_start, tf.Tensor) and position_start.shape.rank == 1:
+            return lambda step: embedding.timing_signal(
+                length, channels, start=tf.gather(position_start, step - 1)
+            )
+        fixed = embedding.timing_signal(length, channels, start=position_start)
+        return lambda step: fixed
 
     def apply(
         self,
@@ -102,11 +119,14 @@ class UniversalStack(keras.layers.Layer):
     ) -> tuple[tf.Tensor, act.PonderStats | None]:
         """x [B, L, C]; block_fn applies self.block to [B, L, C]; nonpadding [B, L].
 
+        position_start: the first position's index, one for every step (a
+        scalar) or one per step (a vector [max_steps]).
+
         Returns the output [B, L, C] and, under ACT, the ponder statistics.
         """
         if not self.built:
             self.build()
-        positions = embedding.timing_signal(tf.shape(x)[1], x.shape[-1], start=position_start)
+        positions = self._positions(tf.shape(x)[1], x.shape[-1], position_start)
         step_fn = self._with_signals(positions, lambda state, step: block_fn(state))
         stats = None
         if self.halting is None:

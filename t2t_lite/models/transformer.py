@@ -49,6 +49,8 @@ class Transformer(keras.Model):
         self.input_dropout = keras.layers.Dropout(hparams.layer_prepostprocess_dropout)
         self.target_dropout = keras.layers.Dropout(hparams.layer_prepostprocess_dropout)
         self.encoder, self.decoder = self.make_stacks(self.block_config())
+        if hparams.position_start_index != "none":
+            self.seed_generator = keras.random.SeedGenerator(0, name="position_start_seed")
 
     def make_stacks(
         self, config: transformer_layers.BlockConfig
@@ -123,12 +125,44 @@ class Transformer(keras.Model):
         encoded = tf.zeros([batch_size, 0, self.hparams.hidden_size], self.embedding.compute_dtype)
         return encoded, tf.zeros([batch_size, 1, 1, 0])
 
-    def encode(self, inputs: tf.Tensor, training: bool = False) -> tuple[tf.Tensor, tf.Tensor]:
+    def offset_shape(self) -> tuple[int, ...]:
+        """The shape of one stack's offsets under random_per_step: one per stack."""
+        return ()
+
+    def position_starts(self, features, training: bool) -> tuple[tf.Tensor | int, tf.Tensor | int]:
+        """The first position's index for the encoder and for the decoder.
+
+        0 at evaluation and with position_start_index "none". In training,
+        "random" draws one offset per batch in [0, position_start_max),
+        shared by encoder and decoder, so a target keeps its relative
+        position to the source; "random_per_step" is tensor2tensor's UT
+        offsets: each stack its own (the UT: one per recurrence step,
+        `offset_shape`), so positions carry nothing across the stacks.
+        """
+        hp = self.hparams
+        if not training or hp.position_start_index == "none":
+            return 0, 0
+        source = features["inputs"] if self.has_encoder else features["targets"]
+        limit = hp.position_start_max or tf.shape(source)[1]
+
+        def draw(shape):
+            return keras.random.randint(shape, 0, limit, dtype="int32", seed=self.seed_generator)
+
+        if hp.position_start_index == "random":
+            start = draw(())
+            return start, start
+        return draw(self.offset_shape()), draw(self.offset_shape())
+
+    def encode(
+        self, inputs: tf.Tensor, training: bool = False, position_start: tf.Tensor | int = 0
+    ) -> tuple[tf.Tensor, tf.Tensor]:
         """inputs [B, L] -> (encoded [B, S, C], encoder-decoder bias [B, 1, 1, S])."""
         if not self.has_encoder:
             return self.empty_memory(inputs)
         x, nonpadding = self.embed_inputs(inputs)
-        x = self.input_dropout(x + tf.cast(timing_signal_like(x), x.dtype), training=training)
+        x = self.input_dropout(
+            x + tf.cast(timing_signal_like(x, position_start), x.dtype), training=training
+        )
         bias = masks.nonpadding_bias(nonpadding)
         return self.encoder(x, bias, training=training), bias
 
@@ -138,10 +172,13 @@ class Transformer(keras.Model):
         encoded: tf.Tensor,
         encoder_bias: tf.Tensor,
         training: bool = False,
+        position_start: tf.Tensor | int = 0,
     ) -> tf.Tensor:
         """Teacher-forced decoding: targets [B, T] -> float32 logits [B, T, V]."""
         x = self.embedding.embed(shift_right(targets))
-        x = self.target_dropout(x + tf.cast(timing_signal_like(x), x.dtype), training=training)
+        x = self.target_dropout(
+            x + tf.cast(timing_signal_like(x, position_start), x.dtype), training=training
+        )
         self_bias = masks.causal_bias(tf.shape(targets)[1])
         x = self.decoder(x, self_bias, encoded, encoder_bias, training=training)
         return self.embedding.logits(x)
@@ -188,10 +225,12 @@ class Transformer(keras.Model):
         "loss" is added to the training loss and every other entry is a
         scalar metric it logs.
         """
-        encoded, bias = self.encode(features["inputs"], training=training)
-        return self.decode(features["targets"], encoded, bias, training=training), {}
+        encoder_start, decoder_start = self.position_starts(features, training)
+        encoded, bias = self.encode(features["inputs"], training, encoder_start)
+        logits = self.decode(features["targets"], encoded, bias, training, decoder_start)
+        return logits, {}
 
 
-def timing_signal_like(x: tf.Tensor) -> tf.Tensor:
-    """The timing signal for positions 0..L-1 of x [B, L, C] -> [1, L, C]."""
-    return embedding.timing_signal(tf.shape(x)[1], x.shape[-1])
+def timing_signal_like(x: tf.Tensor, start: tf.Tensor | int = 0) -> tf.Tensor:
+    """The timing signal for positions start..start+L-1 of x [B, L, C] -> [1, L, C]."""
+    return embedding.timing_signal(tf.shape(x)[1], x.shape[-1], start=start)

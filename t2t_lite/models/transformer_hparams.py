@@ -6,6 +6,8 @@ import math
 from t2t_lite import hparams as hparams_lib
 from t2t_lite import registry
 
+POSITION_STARTS = ("none", "random", "random_per_step")
+
 
 @dataclasses.dataclass(frozen=True)
 class TransformerHParams:
@@ -36,6 +38,13 @@ class TransformerHParams:
     max_length: int = 256
     # Tokens per batch (per replica), padding included.
     batch_size: int = 4096
+    # In training, positions start at a random offset in [0, position_start_max)
+    # (0: the batch's source length, as in tensor2tensor): "random", one offset
+    # per batch shared by encoder and decoder; "random_per_step",
+    # tensor2tensor's UT offsets, a fresh one per stack (and, in the UT, per
+    # recurrence step). See Transformer.position_starts.
+    position_start_index: str = "none"
+    position_start_max: int = 0
 
     def __post_init__(self):
         require = hparams_lib.require
@@ -52,6 +61,12 @@ class TransformerHParams:
             "num_encoder_layers, num_decoder_layers",
             "must be >= 0 (0 means num_hidden_layers)",
         )
+        require(
+            self.position_start_index in POSITION_STARTS,
+            "position_start_index",
+            f"must be one of {POSITION_STARTS}, got {self.position_start_index!r}",
+        )
+        require(self.position_start_max >= 0, "position_start_max", "must be >= 0")
         require(
             self.norm_position in ("pre", "post"),
             "norm_position",

@@ -28,7 +28,8 @@ class UniversalTransformer(transformer.Transformer):
         self, hparams: UTHParams, vocab_size: int, input_encoding: str = "tokens", **kwargs
     ):
         super().__init__(hparams, vocab_size, input_encoding, **kwargs)
-        self.seed_generator = keras.random.SeedGenerator(0, name="position_start_seed")
+        if not hasattr(self, "seed_generator"):  # every UT has one (checkpoint layout)
+            self.seed_generator = keras.random.SeedGenerator(0, name="position_start_seed")
 
     def block_config(self) -> transformer_layers.BlockConfig:
         return dataclasses.replace(
@@ -81,19 +82,9 @@ class UniversalTransformer(transformer.Transformer):
             )
         return stacks[0], stacks[1]
 
-    def position_start(self, features, training: bool) -> tf.Tensor | int:
-        """The first position's index: 0, or random in training (position_start_index).
-
-        One offset per batch, shared by encoder and decoder, so the relative
-        position of a target to a source token is the same as without it
-        (tensor2tensor draws one per call, which scrambles that relation).
-        """
-        hp = self.hparams
-        if not training or hp.position_start_index != "random":
-            return 0
-        source = features["inputs"] if self.has_encoder else features["targets"]
-        limit = hp.position_start_max or tf.shape(source)[1]
-        return keras.random.randint((), 0, limit, dtype="int32", seed=self.seed_generator)
+    def offset_shape(self) -> tuple[int, ...]:
+        """Under random_per_step, one offset per recurrence step (see Transformer)."""
+        return (self.hparams.max_steps,)
 
     def encode_with_stats(
         self, inputs: tf.Tensor, training: bool = False, position_start: tf.Tensor | int = 0
@@ -143,8 +134,10 @@ class UniversalTransformer(transformer.Transformer):
         )
         return self.embedding.logits(decoded), stats
 
-    def encode(self, inputs: tf.Tensor, training: bool = False) -> tuple[tf.Tensor, tf.Tensor]:
-        encoded, bias, _ = self.encode_with_stats(inputs, training=training)
+    def encode(
+        self, inputs: tf.Tensor, training: bool = False, position_start: tf.Tensor | int = 0
+    ) -> tuple[tf.Tensor, tf.Tensor]:
+        encoded, bias, _ = self.encode_with_stats(inputs, training, position_start)
         return encoded, bias
 
     def decode(
@@ -153,8 +146,9 @@ class UniversalTransformer(transformer.Transformer):
         encoded: tf.Tensor,
         encoder_bias: tf.Tensor,
         training: bool = False,
+        position_start: tf.Tensor | int = 0,
     ) -> tf.Tensor:
-        return self.decode_with_stats(targets, encoded, encoder_bias, training=training)[0]
+        return self.decode_with_stats(targets, encoded, encoder_bias, training, position_start)[0]
 
     def embed_step(self, ids: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
         """Decoder input ids [B] -> [B, 1, C]; the stack adds position and step signals."""
@@ -162,10 +156,12 @@ class UniversalTransformer(transformer.Transformer):
 
     def forward(self, features, training=False) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         """Logits [B, T, V]; under ACT also the ponder cost ("loss") and ponder metrics."""
-        start = self.position_start(features, training)
-        encoded, bias, encoder_stats = self.encode_with_stats(features["inputs"], training, start)
+        encoder_start, decoder_start = self.position_starts(features, training)
+        encoded, bias, encoder_stats = self.encode_with_stats(
+            features["inputs"], training, encoder_start
+        )
         logits, decoder_stats = self.decode_with_stats(
-            features["targets"], encoded, bias, training, start
+            features["targets"], encoded, bias, training, decoder_start
         )
         if decoder_stats is None:
             return logits, {}

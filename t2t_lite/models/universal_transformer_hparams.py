@@ -9,7 +9,7 @@ from t2t_lite.layers import act, transition, universal
 from t2t_lite.models import transformer_hparams
 
 RECURRENCE_TYPES = ("basic", "act")
-POSITION_STARTS = ("none", "random")
+POSITION_STARTS = transformer_hparams.POSITION_STARTS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,10 +27,6 @@ class UniversalTransformerHParams(transformer_hparams.TransformerHParams):
     transformer_ffn_type: str = "fc"
     # "sinusoid" (paper eq. 6-7) or "learned" (an embedding per step).
     step_timing_signal_type: str = "sinusoid"
-    # "random": during training, positions start at a random offset in
-    # [0, position_start_max) (0: the sequence length, as in tensor2tensor).
-    position_start_index: str = "none"
-    position_start_max: int = 0
     act_type: str = "accumulated"  # or "basic" (tensor2tensor's interpolation)
     act_max_steps: int = 12
     act_epsilon: float = 0.01
@@ -60,12 +56,6 @@ class UniversalTransformerHParams(transformer_hparams.TransformerHParams):
             "step_timing_signal_type",
             f"must be one of {universal.STEP_SIGNALS}, got {self.step_timing_signal_type!r}",
         )
-        require(
-            self.position_start_index in POSITION_STARTS,
-            "position_start_index",
-            f"must be one of {POSITION_STARTS}, got {self.position_start_index!r}",
-        )
-        require(self.position_start_max >= 0, "position_start_max", "must be >= 0")
         require(
             self.act_type in act.ACT_TYPES,
             "act_type",
