@@ -3,6 +3,7 @@
 from problems import (
     algorithmic,  # noqa: F401
     babi,  # noqa: F401
+    learning_to_execute,  # noqa: F401
     text_files,  # noqa: F401
     translate_tfds,  # noqa: F401
 )

@@ -70,3 +70,27 @@ class SymbolTokenizer(GraphTokenizer):
         ids = tf.ragged.boolean_mask(ids, (ids >= self._first_id) & (ids < vocab_size))
         words = tf.ragged.map_flat_values(tf.gather, self._symbols, ids)  # [N, (tokens)]
         return tf.strings.reduce_join(words, axis=1, separator=" ")
+
+
+class CharacterTokenizer(SymbolTokenizer):
+    """One token per character (Unicode code point), character i having id first_id + i.
+
+    "(1+2)" <-> one id per character; spaces are characters too.
+    """
+
+    def __init__(self, characters: str, first_id: int):
+        if len(set(characters)) != len(characters) or any(len(c) != 1 for c in characters):
+            raise ValueError("characters must be distinct single characters")
+        super().__init__(list(characters), first_id)
+
+    def tokenize(self, text: tf.Tensor) -> tuple[tf.RaggedTensor, tf.Tensor]:
+        chars = tf.strings.unicode_split(text, "UTF-8")  # [N, (characters)] strings
+        ids = tf.ragged.map_flat_values(self._table.lookup, chars)  # [N, (characters)]
+        known = tf.reduce_all(ids >= 0, axis=1)  # [N]
+        return ids, known
+
+    def detokenize(self, ids: tf.RaggedTensor) -> tf.Tensor:
+        vocab_size = tf.shape(self._symbols)[0]
+        ids = tf.ragged.boolean_mask(ids, (ids >= self._first_id) & (ids < vocab_size))
+        chars = tf.ragged.map_flat_values(tf.gather, self._symbols, ids)  # [N, (characters)]
+        return tf.strings.reduce_join(chars, axis=1)
