@@ -1,8 +1,9 @@
 """Train several models on several problems and tabulate them beside the UT paper.
 
 The Universal Transformer paper's Table 4 trains on algorithmic sequences of
-length 40 and tests on length 400. `run` does the same at any scale and
-`markdown_table` sets the results beside the paper's numbers.
+length 40 and tests on length 400; its Tables 5 and 6 are the Learning to
+Execute tasks (problems/learning_to_execute.py). `run` trains at any scale
+and `markdown_table` sets the results beside the paper's numbers.
 """
 
 import dataclasses
@@ -25,6 +26,18 @@ PAPER_TABLE4 = {
     "addition": {"transformer": (0.07, 0.0), "universal_transformer": (0.34, 0.02)},
 }
 TASKS = {"identity": "copy", "reverse": "reverse", "addition": "addition"}
+# UT paper, Tables 5 (memorization) and 6 (program evaluation), Learning to
+# Execute test sets: (char-acc, seq-acc).
+PAPER_LTE = {
+    "lte_copy": {"transformer": (0.98, 0.63), "universal_transformer": (1.0, 1.0)},
+    "lte_double": {"transformer": (0.94, 0.55), "universal_transformer": (1.0, 1.0)},
+    "lte_reverse": {"transformer": (0.81, 0.26), "universal_transformer": (1.0, 1.0)},
+    "lte_program": {"transformer": (0.71, 0.29), "universal_transformer": (0.89, 0.63)},
+    "lte_control": {"transformer": (0.93, 0.66), "universal_transformer": (1.0, 1.0)},
+    "lte_addition": {"transformer": (1.0, 1.0), "universal_transformer": (1.0, 1.0)},
+}
+# Offsets shared by encoder and decoder, below 400: past the 1..200 test positions.
+OFFSETS = "position_start_index=random,position_start_max=400"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,17 +89,33 @@ ENTRIES = {
         "universal_transformer",
         "universal_transformer_algorithmic_tiny",
         "universal_transformer",
-        "position_start_index=random,position_start_max=400",
+        OFFSETS,
+    ),
+    # The same offsets for the Transformer: does the trick alone explain the UT's gain?
+    "transformer_offsets": Entry(
+        "Transformer, random offsets",
+        "transformer",
+        "transformer_algorithmic_tiny",
+        "transformer",
+        OFFSETS,
     ),
 }
 
 
 def task_of(problem: str) -> str | None:
-    """algorithmic_reverse_decimal20 -> "reverse"; None for non-algorithmic problems."""
+    """algorithmic_reverse_decimal20 -> "reverse", lte_copy -> "LTE copy"; else None."""
     parts = problem.split("_")
     if len(parts) == 3 and parts[0] == "algorithmic":
         return TASKS.get(parts[1])
+    if problem in PAPER_LTE:
+        return f"LTE {parts[1]}"
     return None
+
+
+def paper_figures(problem: str, paper_row: str) -> tuple[float | None, float | None]:
+    """The paper's (char-acc, seq-acc) for a problem and model row, or (None, None)."""
+    table = PAPER_LTE.get(problem) or PAPER_TABLE4.get(task_of(problem), {})
+    return table.get(paper_row, (None, None))
 
 
 def babi_problems(problems: list[str]) -> bool:
@@ -127,6 +156,7 @@ def run(
     output_dir: str,
     config: trainer.TrainConfig,
     seeds: list[int] | None = None,
+    hparams: str = "",
 ) -> list[dict]:
     """Trains each entry on each problem with each seed (resuming finished runs) -> rows.
 
@@ -134,7 +164,8 @@ def run(
     <output_dir>/<problem>/<model> and a row's "results" is that run's final
     metrics; several put each seed's runs under <output_dir>/seed<k>/ and a
     row's "results" and "run_dirs" are lists, one per seed (tables print
-    their median and range: `seed_stats`).
+    their median and range: `seed_stats`). hparams: overrides for every run,
+    after each entry's own (e.g. "max_length=128").
     """
     seeds = list(seeds or [config.random_seed])
     keys = {entry: key for key, entry in ENTRIES.items()}
@@ -143,7 +174,10 @@ def run(
             problem,
             entry,
             experiment.Experiment.resolve(
-                entry.model, problem, entry.hparams_set_for(problem), entry.hparams
+                entry.model,
+                problem,
+                entry.hparams_set_for(problem),
+                ",".join(part for part in (entry.hparams, hparams) if part),
             ),
         )
         for problem in problems
@@ -203,7 +237,7 @@ def markdown_table(rows: list[dict], long_split: str = "test", short_split: str 
     for row in rows:
         entry = row["entry"]
         task = task_of(row["problem"])
-        paper = PAPER_TABLE4.get(task, {}).get(entry.paper_row, (None, None))
+        paper = paper_figures(row["problem"], entry.paper_row)
         ponder = (
             f"{_figure(row, long_split, 'encoder_ponder_time')} / "
             f"{_figure(row, long_split, 'decoder_ponder_time')}"
@@ -230,7 +264,7 @@ def write_plots(rows: list[dict], output_dir: str, long_split: str = "test") -> 
     bars = []
     for row in rows:
         entry, task = row["entry"], task_of(row["problem"])
-        paper = PAPER_TABLE4.get(task, {}).get(entry.paper_row, (None, None))[0]
+        paper = paper_figures(row["problem"], entry.paper_row)[0]
         value = seed_stats.median(seed_stats.values(row, lambda r: r[long_split]["accuracy"]))
         bars.append({"task": task or row["problem"], "model": entry.label, "value": value,
                      "paper": paper})  # fmt: skip

@@ -35,7 +35,32 @@ def test_table_sets_results_beside_the_paper():
 def test_task_names():
     assert comparison.task_of("algorithmic_identity_decimal40") == "copy"
     assert comparison.task_of("algorithmic_addition_binary20") == "addition"
+    assert comparison.task_of("lte_control") == "LTE control"
     assert comparison.task_of("translate_ende") is None
+
+
+def test_learning_to_execute_rows_sit_beside_tables_5_and_6():
+    rows = [
+        {
+            "problem": "lte_double",
+            "entry": comparison.ENTRIES["universal_transformer"],
+            "results": results(0.5, 0.25, 0.75),
+        },
+        {
+            "problem": "lte_program",
+            "entry": comparison.ENTRIES["transformer_offsets"],
+            "results": results(0.5, 0.25, 0.75),
+        },
+    ]
+    lines = comparison.markdown_table(rows).splitlines()
+    assert lines[2] == "| LTE double | UT | 0.50 | 0.25 | 1.00 | 1.00 | 0.75 | - |"
+    assert lines[3] == (
+        "| LTE program | Transformer, random offsets | 0.50 | 0.25 | 0.71 | 0.29 | 0.75 | - |"
+    )
+    # An LTE copy row is not Table 4's copy.
+    assert comparison.paper_figures("lte_copy", "transformer") == (0.98, 0.63)
+    assert comparison.paper_figures("algorithmic_identity_decimal20", "transformer") == (0.53, 0.03)
+    assert comparison.paper_figures("translate_ende", "transformer") == (None, None)
 
 
 def test_unknown_model_lists_the_known_ones():
@@ -131,3 +156,17 @@ def test_several_seeds_train_one_run_directory_each(tmp_path, monkeypatch):
     (row,) = comparison.run([problem], entries, "d", str(tmp_path / "one"), config)
     assert trained == [(str(tmp_path / "one" / problem / "transformer"), 9)]
     assert row["run_dir"] == trained[0][0] and row["results"]["dev"]["sequence_accuracy"] == 0.5
+
+
+def test_hparams_apply_to_every_run_after_the_entrys_own(monkeypatch):
+    seen = []
+    monkeypatch.setattr(
+        comparison.trainer, "train", lambda exp, *_: seen.append(exp.hparams) or results(1, 1, 1)
+    )
+    config = comparison.trainer.TrainConfig(train_steps=2)
+    entries = comparison.parse_entries(["transformer", "universal_transformer_offsets"])
+    comparison.run(["lte_copy"], entries, "d", "o", config, hparams="max_length=120")
+    assert [hp.max_length for hp in seen] == [120, 120]
+    assert seen[1].position_start_index == "random" and seen[1].position_start_max == 400
+    with pytest.raises(ValueError, match="max_length"):
+        comparison.run(["lte_copy"], entries, "d", "o", config, hparams="max_length=-1")
