@@ -41,6 +41,8 @@ class SymbolTokenizer(GraphTokenizer):
     "3 1 4" <-> [5, 3, 6] for decimal digits after PAD and EOS.
     """
 
+    separator = " "  # between detokenized symbols
+
     def __init__(self, symbols: list[str], first_id: int):
         super().__init__()
         self._splitter = tf_text.WhitespaceTokenizer()
@@ -69,7 +71,7 @@ class SymbolTokenizer(GraphTokenizer):
         vocab_size = tf.shape(self._symbols)[0]
         ids = tf.ragged.boolean_mask(ids, (ids >= self._first_id) & (ids < vocab_size))
         words = tf.ragged.map_flat_values(tf.gather, self._symbols, ids)  # [N, (tokens)]
-        return tf.strings.reduce_join(words, axis=1, separator=" ")
+        return tf.strings.reduce_join(words, axis=1, separator=self.separator)
 
 
 class CharacterTokenizer(SymbolTokenizer):
@@ -77,6 +79,8 @@ class CharacterTokenizer(SymbolTokenizer):
 
     "(1+2)" <-> one id per character; spaces are characters too.
     """
+
+    separator = ""
 
     def __init__(self, characters: str, first_id: int):
         if len(set(characters)) != len(characters) or any(len(c) != 1 for c in characters):
@@ -89,8 +93,3 @@ class CharacterTokenizer(SymbolTokenizer):
         known = tf.reduce_all(ids >= 0, axis=1)  # [N]
         return ids, known
 
-    def detokenize(self, ids: tf.RaggedTensor) -> tf.Tensor:
-        vocab_size = tf.shape(self._symbols)[0]
-        ids = tf.ragged.boolean_mask(ids, (ids >= self._first_id) & (ids < vocab_size))
-        chars = tf.ragged.map_flat_values(tf.gather, self._symbols, ids)  # [N, (characters)]
-        return tf.strings.reduce_join(chars, axis=1)
