@@ -20,6 +20,7 @@ example belongs to split k of (train, dev, test) when a hash of its text is
 k modulo 3, so no dev or test program is ever trained on.
 """
 
+import abc
 import zlib
 from collections.abc import Iterator
 
@@ -42,13 +43,13 @@ class LearningToExecute(problem.Problem):
     splits = {"train": (100_000, 10), "dev": (1_000, 1), "test": (1_000, 1)}
     vocab_size = NUM_RESERVED_IDS + len(CHARACTERS)
 
+    @abc.abstractmethod
     def draw(self, rng: np.random.Generator) -> tuple[str, str]:
         """One example: (input text, target text)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def max_chars(self) -> tuple[int, int]:
         """Upper bounds on (input, target) characters."""
-        raise NotImplementedError
 
     def max_length(self, split: str) -> int:
         self._split(split)

@@ -58,6 +58,9 @@ class ProgramGenerator:
         unknown = set(operations) - set(OPERATIONS)
         if unknown or not operations:
             raise ValueError(f"operations must be a non-empty subset of {OPERATIONS}")
+        # Each operation takes at most one fresh variable.
+        if length < 1 or not 1 <= nesting <= len(VARIABLES):
+            raise ValueError(f"need length >= 1 and nesting in 1..{len(VARIABLES)}")
         self.rng = rng
         self.length = length
         self.nesting = nesting

@@ -133,6 +133,14 @@ def test_splits_are_disjoint_and_generation_is_deterministic(tmp_path, monkeypat
     assert len(tfrecord.read_examples(p.filepaths(str(first), "dev"))) == 100
 
 
+def test_impossible_generator_settings_are_refused():
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="nesting in 1..10"):
+        lte_programs.ProgramGenerator(rng, 6, 11)
+    with pytest.raises(ValueError, match="non-empty subset"):
+        lte_programs.ProgramGenerator(rng, 6, 3, ("while_loop",))
+
+
 def test_unknown_characters_are_named():
     with pytest.raises(ValueError, match=r"unknown character '/'"):
         problem.get("lte_program").encode_text("print((4/2))")
