@@ -92,4 +92,3 @@ class CharacterTokenizer(SymbolTokenizer):
         ids = tf.ragged.map_flat_values(self._table.lookup, chars)  # [N, (characters)]
         known = tf.reduce_all(ids >= 0, axis=1)  # [N]
         return ids, known
-
