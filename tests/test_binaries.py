@@ -48,7 +48,10 @@ def test_datagen_then_train_prints_metrics(tmp_path):
     data = str(tmp_path / "data")
     gen = run_binary("t2t-datagen", "--problem=algorithmic_reverse_binary40", f"--data_dir={data}")
     assert gen.returncode == 0, gen.stderr
-    assert "dev: 1000 examples, test: 1000 examples, train: 100000 examples" in gen.stdout
+    assert (
+        "dev: 1000 examples, test: 1000 examples, train: 100000 examples, "
+        "valid_long: 1000 examples" in gen.stdout
+    )
     result = run_binary(
         "t2t-train",
         "--problem=algorithmic_reverse_binary40",
@@ -63,7 +66,11 @@ def test_datagen_then_train_prints_metrics(tmp_path):
     assert "tokens/s=" in result.stderr
     lines = result.stdout.strip().splitlines()
     assert lines[0].split() == ["split", "examples", "loss", "accuracy", "seq_acc"]
-    assert [line.split()[:2] for line in lines[1:]] == [["dev", "1000"], ["test", "1000"]]
+    assert [line.split()[:2] for line in lines[1:]] == [
+        ["dev", "1000"],
+        ["test", "1000"],
+        ["valid_long", "1000"],
+    ]
     assert sorted(f for f in os.listdir(tmp_path / "run") if f.endswith(".index")) == [
         "model.ckpt-2.index",
         "model.ckpt-3.index",
