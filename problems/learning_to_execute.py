@@ -33,6 +33,7 @@ from t2t_lite.data import graph_tokenizer, problem
 NUM_RESERVED_IDS = 2  # PAD, EOS
 # Every character the grammar writes; id = 2 + index.
 CHARACTERS = "0123456789abcdefghijklmnopqrstuvwxyz()+-*=<>:;# "
+CHARACTER_IDS = {c: i + NUM_RESERVED_IDS for i, c in enumerate(CHARACTERS)}
 SPLIT_KINDS = {"train": 0, "dev": 1, "test": 2}
 MEMORIZATION_LENGTH = 55
 
@@ -71,13 +72,13 @@ class LearningToExecute(problem.Problem):
     # Text: one character per token.
 
     def encode_text(self, text: str) -> list[int]:
-        unknown = sorted({c for c in text if c not in CHARACTERS})
+        unknown = sorted({c for c in text if c not in CHARACTER_IDS})
         if unknown:
             raise ValueError(
                 f"unknown character {unknown[0]!r}; {self.name} expects characters from "
                 f"{CHARACTERS!r}"
             )
-        return [CHARACTERS.index(c) + NUM_RESERVED_IDS for c in text]
+        return [CHARACTER_IDS[c] for c in text]
 
     def decode_text(self, ids: list[int]) -> str:
         chars = []

@@ -25,6 +25,9 @@ class Transformer(keras.Model):
     """
 
     hparams_class = transformer_hparams.TransformerHParams
+    # The offsets' seed generator exists only with offsets, unless a subclass
+    # keeps one always (its checkpoints already hold it).
+    always_has_seed_generator = False
 
     def __init__(
         self,
@@ -49,7 +52,7 @@ class Transformer(keras.Model):
         self.input_dropout = keras.layers.Dropout(hparams.layer_prepostprocess_dropout)
         self.target_dropout = keras.layers.Dropout(hparams.layer_prepostprocess_dropout)
         self.encoder, self.decoder = self.make_stacks(self.block_config())
-        if hparams.position_start_index != "none":
+        if hparams.position_start_index != "none" or self.always_has_seed_generator:
             self.seed_generator = keras.random.SeedGenerator(0, name="position_start_seed")
 
     def make_stacks(

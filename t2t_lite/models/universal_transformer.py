@@ -23,13 +23,7 @@ class UniversalTransformer(transformer.Transformer):
     """
 
     hparams_class = UTHParams
-
-    def __init__(
-        self, hparams: UTHParams, vocab_size: int, input_encoding: str = "tokens", **kwargs
-    ):
-        super().__init__(hparams, vocab_size, input_encoding, **kwargs)
-        if not hasattr(self, "seed_generator"):  # every UT has one (checkpoint layout)
-            self.seed_generator = keras.random.SeedGenerator(0, name="position_start_seed")
+    always_has_seed_generator = True  # every UT checkpoint holds it
 
     def block_config(self) -> transformer_layers.BlockConfig:
         return dataclasses.replace(

@@ -9,7 +9,6 @@ from t2t_lite.layers import act, transition, universal
 from t2t_lite.models import transformer_hparams
 
 RECURRENCE_TYPES = ("basic", "act")
-POSITION_STARTS = transformer_hparams.POSITION_STARTS
 
 
 @dataclasses.dataclass(frozen=True)
