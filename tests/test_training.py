@@ -115,6 +115,34 @@ def test_data_is_generated_when_missing(tmp_path):
     assert t.problem.has_data(str(tmp_path / "fresh"))
 
 
+def test_eval_splits_are_evaluated_at_every_checkpoint_and_unknown_ones_refused(
+    small_data, tmp_path, caplog
+):
+    exp = experiment.Experiment.resolve(
+        "transformer", "test_identity_small", "transformer_test", HPARAMS
+    )
+    config = trainer.TrainConfig(
+        train_steps=4, eval_steps=1, local_eval_frequency=2, eval_splits=("dev", "test")
+    )
+    caplog.set_level("INFO")
+    trainer.train(exp, small_data, str(tmp_path / "run"), config)
+    evaluated = [
+        r.getMessage().split(":")[0] for r in caplog.records if r.getMessage().startswith("eval ")
+    ]
+    # Step 2: both named splits (one batch each); step 4: the final evaluation of every split.
+    assert evaluated == [
+        "eval dev at step 2",
+        "eval test at step 2",
+        "eval dev at step 4",
+        "eval test at step 4",
+    ]
+    bad = trainer.TrainConfig(train_steps=1, eval_splits=("valid_long",))
+    with pytest.raises(
+        ValueError, match="--eval_splits: test_identity_small has no split 'valid_long'"
+    ):
+        trainer.train(exp, small_data, str(tmp_path / "run2"), bad)
+
+
 def test_bad_loop_flags_are_errors():
     with pytest.raises(ValueError, match="--train_steps must be >= 1"):
         trainer.TrainConfig(train_steps=0)

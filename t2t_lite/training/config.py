@@ -23,6 +23,11 @@ class TrainConfig:
     train_steps: int = _field(1000, "Total training steps (resume counts from the checkpoint).")
     eval_steps: int = _field(100, "Batches per periodic evaluation (< 0: whole split).")
     local_eval_frequency: int = _field(500, "Checkpoint and evaluate every N steps.")
+    eval_splits: tuple[str, ...] = _field(
+        (),
+        "Splits evaluated at every checkpoint, --eval_steps batches each (default: the "
+        "problem's eval split, dev), e.g. dev,valid_long to choose settings on long sequences.",
+    )
     keep_checkpoint_max: int = _field(5, "Checkpoints to keep.")
     log_step_count_steps: int = _field(100, "Progress line every N steps.")
     random_seed: int = _field(1, "Seed for initialisation, dropout, shuffling and datagen.")

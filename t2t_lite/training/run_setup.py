@@ -39,6 +39,12 @@ def prepare(
     strategy = distribution.make_strategy(config.strategy, list(config.devices))
     chief = distribution.is_chief(strategy)
     problem = experiment.build_problem()
+    for split in config.eval_splits:
+        if split not in problem.splits:
+            raise ValueError(
+                f"--eval_splits: {problem.name} has no split {split!r}; "
+                f"its splits are {', '.join(sorted(problem.splits))}"
+            )
     lock = run_lock.RunLock(output_dir)
     if chief:  # one trainer per run dir; the chief holds it for its workers
         files.check_writable_dir(output_dir, "--output_dir")

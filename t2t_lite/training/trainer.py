@@ -122,7 +122,8 @@ class Trainer:
             if boundary:
                 self._save(step)
                 if step < config.train_steps:  # the final evaluation covers the last step
-                    self._evaluate_split(self.problem.eval_split, step, config.eval_steps)
+                    for split in config.eval_splits or (self.problem.eval_split,):
+                        self._evaluate_split(split, step, config.eval_steps)
         return self.final_evaluation()
 
     def _last_good(self) -> str:
