@@ -29,6 +29,8 @@ setuptools.setup(
         "tensorflow>=2.21,<2.22",
         "keras>=3.10,<4",
         "tensorflow-text>=2.21,<2.22",
+        # The subword vocabulary learner (compiled; its output runs in tf-text ops).
+        "tokenizers>=0.21,<0.24",
         "tensorflow-datasets>=4.9,<5",
         "sacrebleu>=2.4,<3",
         "absl-py>=2.1,<3",

@@ -1,17 +1,32 @@
 """Datagen throughput: a parallel corpus from the user's files to a vocabulary and TFRecords.
 
 Prints one JSON line. The corpus is self-generated and deterministic:
---pairs sentence pairs of 15..35 words a side (25 on average), the words
-drawn Zipf-like from a fixed list of synthetic words (--words), written as
-two aligned files. `t2t-datagen --problem=translate_from_files` then runs
-end to end in this process (vocabulary sample, vocabulary, encoding,
-shards). Reported: the wall time of each phase, pairs/s of encoding and
-writing, peak resident memory, and the ratio against line-at-a-time eager
-encoding (tokenizer.encode per line, as datagen ran before) of the same
+
+- `--corpus=heaps` (default): news-like sentence pairs whose vocabulary
+  grows without bound like real text's (bench/heaps_corpus.py: names,
+  numbers, paths, URLs, mixed case, punctuation, German compounds);
+- `--corpus=zipf`: the older corpus, 15..35 words a side drawn Zipf-like
+  from a fixed list of --words synthetic words (its vocabulary stops
+  growing);
+- `--text_file`: a real text, a sentence paired with the next.
+
+`t2t-datagen --problem=translate_from_files` then runs end to end in this
+process (vocabulary sample, vocabulary, encoding, shards). Reported: the
+wall time of each phase (the vocabulary learner's separately), pairs/s,
+the distinct whitespace-separated words of the corpus and of the
+vocabulary sample, peak resident memory, and the ratio against
+line-at-a-time eager encoding (tokenizer.encode per line) of the same
 pairs measured in the same run.
 
-  python bench/datagen_throughput.py --pairs=1000000
-  python bench/datagen_throughput.py --text_file=book.txt   # real text, as a copy corpus
+`--learner_growth=100000,500000,1000000` instead times the vocabulary
+learner alone on the smallest leading parts of the corpus holding at least
+that many distinct words.
+
+  python bench/datagen_throughput.py --pairs=1000000 --vocab_sample_lines=2000000
+  python bench/datagen_throughput.py --pairs=40000
+  python bench/datagen_throughput.py --corpus=zipf --pairs=1000000
+  python bench/datagen_throughput.py --pairs=1000000 --learner_growth=100000,500000,1000000
+  python bench/datagen_throughput.py --text_file=book.txt   # real text
 """
 
 import itertools
@@ -29,11 +44,14 @@ from absl import app, flags, logging
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("pairs", 200_000, "Synthetic sentence pairs.")
-flags.DEFINE_integer("words", 20_000, "Size of the synthetic word list.")
+flags.DEFINE_enum("corpus", "heaps", ["heaps", "zipf"], "Generated corpus kind (see above).")
+flags.DEFINE_integer("pairs", 200_000, "Generated sentence pairs.")
+flags.DEFINE_integer("words", 20_000, "--corpus=zipf: size of the fixed word list.")
+flags.DEFINE_integer("vocab_sample_lines", 0, "Lines the vocabulary is learned from (0: default).")
+flags.DEFINE_list("learner_growth", [], "Time the learner alone at these distinct-word counts.")
 flags.DEFINE_string("text_file", "", "Instead: a real text (HTML tags stripped); pairs of lines.")
 flags.DEFINE_integer("vocab_size", 8000, "Subword vocabulary size.")
-flags.DEFINE_integer("reference_pairs", 2000, "Pairs encoded line at a time for the ratio.")
+flags.DEFINE_integer("reference_pairs", 200, "Pairs encoded line at a time for the ratio.")
 flags.DEFINE_string("workdir", "", "Where the corpus and data go (default: a temporary dir).")
 
 
@@ -83,6 +101,62 @@ def write_real_text(directory: str, text_file: str) -> tuple[tuple[str, str], in
     return paths, len(sentences) - 1
 
 
+def write_corpus(directory: str) -> tuple[tuple[str, str], int, str]:
+    """(the two aligned files, pairs, a description); reused when already written."""
+    if FLAGS.text_file:
+        paths, pairs = write_real_text(directory, FLAGS.text_file)
+        return paths, pairs, FLAGS.text_file
+    if FLAGS.corpus == "zipf":
+        paths = write_synthetic(directory, FLAGS.pairs, FLAGS.words)
+        return paths, FLAGS.pairs, f"synthetic Zipf over {FLAGS.words} words, 15-35 words a side"
+    import heaps_corpus
+
+    paths = (os.path.join(directory, "train.src"), os.path.join(directory, "train.tgt"))
+    stamp = os.path.join(directory, f"heaps-{FLAGS.pairs}.done")
+    if not os.path.exists(stamp):
+        heaps_corpus.write(*paths, FLAGS.pairs)
+        open(stamp, "w").close()
+    description = (
+        f"Heaps-like news text (Zipf-Mandelbrot ranks, exponent {heaps_corpus.ZIPF_A}), "
+        "names, numbers, paths, URLs, German compounds"
+    )
+    return paths, FLAGS.pairs, description
+
+
+def learner_growth(paths: tuple[str, str], targets: list[int]) -> list[dict]:
+    """The learner's time on the shortest leading part of the corpus with >= t distinct words."""
+    from t2t_lite.data import subword
+
+    rows = []
+    with open(paths[0], encoding="utf-8") as src, open(paths[1], encoding="utf-8") as tgt:
+        lines: list[str] = []
+        seen: set[str] = set()
+        for target in sorted(targets):
+            for a, b in zip(src, tgt, strict=False):
+                lines += [a.rstrip("\n"), b.rstrip("\n")]
+                seen.update(a.split())
+                seen.update(b.split())
+                if len(seen) >= target:
+                    break
+            start = time.perf_counter()
+            subword.learn(lines, FLAGS.vocab_size)
+            rows.append(
+                {
+                    "distinct_words": len(seen),
+                    "lines": len(lines),
+                    "learn_seconds": round(time.perf_counter() - start, 1),
+                }
+            )
+    return rows
+
+
+def distinct_words(lines) -> int:
+    seen: set[str] = set()
+    for line in lines:
+        seen.update(line.split())
+    return len(seen)
+
+
 def main(argv):
     del argv
     logging.set_verbosity(logging.WARNING)
@@ -94,10 +168,18 @@ def main(argv):
     workdir = FLAGS.workdir or tempfile.mkdtemp(prefix="datagen-bench-")
     corpus = os.path.join(workdir, "corpus")
     os.makedirs(corpus, exist_ok=True)
-    if FLAGS.text_file:
-        paths, pairs = write_real_text(corpus, FLAGS.text_file)
-    else:
-        paths, pairs = write_synthetic(corpus, FLAGS.pairs, FLAGS.words), FLAGS.pairs
+    paths, pairs, description = write_corpus(corpus)
+    if FLAGS.learner_growth:
+        rows = learner_growth(paths, [int(t) for t in FLAGS.learner_growth])
+        result = {
+            "benchmark": "vocabulary_learner_growth",
+            "corpus": description,
+            "vocab_size": FLAGS.vocab_size,
+            "rows": rows,
+            "machine": common.machine(),
+        }
+        print(json.dumps(result))
+        return
     dev = os.path.join(corpus, "dev.tsv")
     with open(paths[0]) as src, open(paths[1]) as tgt, open(dev, "w") as out:
         out.writelines(
@@ -108,6 +190,8 @@ def main(argv):
     shutil.rmtree(data_dir, ignore_errors=True)
     prob = problem.get("translate_from_files")
     prob.configure(data_dir, list(paths), [dev], FLAGS.vocab_size)
+    if FLAGS.vocab_sample_lines:
+        prob.vocab_sample_lines = FLAGS.vocab_sample_lines
     start = time.perf_counter()
     counts = prob.generate_data(data_dir)
     total = time.perf_counter() - start
@@ -126,10 +210,16 @@ def main(argv):
     reference = len(sample) / (time.perf_counter() - start)
 
     encode_seconds = phases["encode_and_write"]
+    with open(paths[0], encoding="utf-8") as src, open(paths[1], encoding="utf-8") as tgt:
+        corpus_words = distinct_words(itertools.chain(src, tgt))
+    sample, _ = prob.vocabulary_sample(data_dir, seed=1)
     result = {
         "benchmark": "datagen_throughput",
-        "corpus": FLAGS.text_file or f"synthetic Zipf over {FLAGS.words} words, 15-35 words a side",
+        "corpus": description,
         "pairs": pairs,
+        "distinct_words": corpus_words,
+        "vocab_sample_lines": len(sample),
+        "vocab_sample_distinct_words": distinct_words(sample),
         "examples": counts,
         "vocab_size": prob.vocab_size,
         "seconds_total": round(total, 1),

@@ -89,3 +89,84 @@ def test_pretokenize_cuts_where_regex_split_does():
     assert words[0] == [
         w.encode() for w in ["Hello", ",", "▁world", "!", "▁", "▁Two", "▁", "▁spaces"]
     ]
+
+
+MIXED = [
+    "ctrl\x01chars\x7f and \r carriage, \x0bvertical tab, zero\u200bwidth space",
+    "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 family 👩\u200d👩\u200d👧 flag 🇩🇪, Ελληνικά, العربية, עברית, हिन्दी",
+    "\t\ttabs, trailing spaces and a lone ▁   ",
+    "Straßenbahnhaltestellenüberdachung --max-length=256 https://example.org/a?b=1",
+]
+
+
+def test_every_training_character_is_in_the_vocabulary_alone_and_continuing():
+    tokens = subword.learn(CORPUS + MIXED, target_size=400)
+    vocabulary = set(tokens)
+    characters = {subword.SPACE if c == " " else c for line in CORPUS + MIXED for c in line}
+    missing = [c for c in characters if c not in vocabulary or "##" + c not in vocabulary]
+    assert not missing
+
+
+def test_mixed_scripts_emoji_control_characters_and_spaces_round_trip():
+    tokenizer = subword.SubwordTokenizer(subword.learn(CORPUS + MIXED, target_size=400))
+    for line in MIXED:
+        ids = tokenizer.encode(line)
+        assert subword.UNK_ID not in ids
+        # A literal "▁" in the input is the one character that comes back changed.
+        assert tokenizer.decode(ids) == line.replace(subword.SPACE, " ")
+    # A new line made of known characters in a new order.
+    shuffled = "".join(reversed(MIXED[0])) + MIXED[1][::3]
+    assert tokenizer.decode(tokenizer.encode(shuffled)) == shuffled
+
+
+def test_in_graph_and_eager_tokenization_agree():
+    tokenizer = subword.SubwordTokenizer(subword.learn(CORPUS + MIXED, target_size=400))
+    lines = [*MIXED, *set(CORPUS), "", "unseen words of known letters"]
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def graph(text):
+        ids, _ = tokenizer.tokenize(text)
+        return ids.to_tensor(-1)
+
+    rows = graph(tf.constant(lines)).numpy().tolist()
+    assert [[i for i in row if i >= 0] for row in rows] == [tokenizer.encode(s) for s in lines]
+
+
+def test_learning_is_deterministic_with_many_tied_counts():
+    """Every word occurs once, so nearly every merge is a tie the trainer must break the same way."""
+    import random
+
+    rng = random.Random(5)
+    letters = "abcdefghijklmnopqrstuvwxyzäöüß"
+    lines = [
+        " ".join("".join(rng.choice(letters) for _ in range(rng.randint(2, 9))) for _ in range(12))
+        for _ in range(300)
+    ]
+    first = subword.learn(lines, target_size=500)
+    assert all(subword.learn(lines, target_size=500) == first for _ in range(3))
+    assert len(first) == 500
+
+
+def test_an_export_made_with_the_previous_learner_still_loads_and_serves():
+    """tests/data/export_v1: exported before the vocabulary learner changed (same file format).
+
+    Served text must equal what today's tokenizer, on the export's
+    vocabulary, makes of the ids signature's output for the same ids.
+    """
+    import os
+
+    here = os.path.join(os.path.dirname(__file__), "data", "export_v1")
+    tokenizer = subword.SubwordTokenizer(
+        subword.load(os.path.join(here, "translate_from_files.vocab"))
+    )
+    model = tf.saved_model.load(os.path.join(here, "1"))
+    lines = ["zwei hund über straße", "café 🦊 3,5 größe", "katze"]
+    served = model.signatures["serving_default"](inputs=tf.constant(lines))
+    assert [s.decode() for s in served["status"].numpy()] == ["ok"] * 3
+
+    ids = [tokenizer.encode(line) + [1] for line in lines]
+    width = max(map(len, ids))
+    padded = tf.constant([row + [0] * (width - len(row)) for row in ids], tf.int32)
+    by_ids = model.signatures["decode_ids"](inputs=padded)["outputs"].numpy().tolist()
+    expected = [tokenizer.decode([i for i in row if i > 1]) for row in by_ids]
+    assert [s.decode() for s in served["outputs"].numpy()] == expected

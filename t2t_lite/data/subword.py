@@ -1,10 +1,12 @@
-"""Subword vocabularies: learned with tensorflow-text's WordPiece learner, run in graphs.
+"""Subword vocabularies: learned in compiled code, run in graphs.
 
 Text is pre-tokenized reversibly: every space becomes "▁" (U+2581) glued to
 the front of the word after it, and the text is cut into runs of letters,
 marks and digits (with their "▁") and single other characters. The words
 are split into WordPiece pieces ("##" marks a piece that continues a word)
-by tensorflow-text's FastWordpieceTokenizer. Detokenization joins the
+by tensorflow-text's FastWordpieceTokenizer. The vocabulary is learned by
+the Hugging Face `tokenizers` WordPiece trainer (Rust, on every core) over
+the same words. Detokenization joins the
 pieces, drops the "##" marks and turns "▁" back into spaces, so text whose
 characters all occur in the training data comes back exactly (any script,
 punctuation and emoji included). The same ops run eagerly for encode_text
@@ -15,11 +17,14 @@ PAD, EOS and UNK (PAD and EOS as every problem has them).
 """
 
 import collections
-from collections.abc import Iterable
+import threading
+import time
+from collections.abc import Iterable, Iterator
 
 import tensorflow as tf
 import tensorflow_text as tf_text
-from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+import tokenizers
+from absl import logging
 
 from t2t_lite import files, sequences
 from t2t_lite.data import graph_tokenizer
@@ -65,28 +70,69 @@ def count_words(lines: Iterable[str], batch_size: int = 1024) -> collections.Cou
     return counts
 
 
-def learn(lines: Iterable[str], target_size: int) -> list[str]:
-    """A WordPiece vocabulary of at most target_size tokens, reserved ids first.
+def learn(lines: list[str], target_size: int, progress_every_s: float = 30.0) -> list[str]:
+    """A WordPiece vocabulary of target_size tokens, reserved ids first.
 
     Every character of the training text is in it (alone and as "##c"), so
-    such text never maps to UNK.
+    such text never maps to UNK; when the characters alone outnumber
+    target_size, the vocabulary is all of them and no longer pieces.
+    Deterministic: the same lines give the same file. Logs progress every
+    progress_every_s seconds while the trainer runs.
     """
     if target_size < len(RESERVED) + 1:
         raise ValueError(f"vocabulary size {target_size} is too small")
-    counts = count_words(lines)
-    if not counts:
+    characters: set[str] = set()
+    for line in lines:
+        characters.update(line)
+    if not characters:
         raise ValueError("no text to learn a vocabulary from")
-    tokens = learner.learn(
-        counts.items(),
-        vocab_size=target_size,
-        reserved_tokens=list(RESERVED),
-        lower_thresh=1,
-        joiner=SUFFIX,
-        max_unique_chars=100_000,
+    if " " in characters:
+        characters.discard(" ")
+        characters.add(SPACE)
+    # "##c" for every character, given up front: the trainer would create
+    # them in hash-map order, and their ids break ties between merges.
+    continuations = [SUFFIX + char for char in sorted(characters)]
+    model = tokenizers.Tokenizer(tokenizers.models.WordPiece(unk_token=UNK))
+    model.normalizer = tokenizers.normalizers.Replace(" ", SPACE)
+    model.pre_tokenizer = tokenizers.pre_tokenizers.Split(
+        tokenizers.Regex(WORD), behavior="isolated"
     )
-    # The learner puts reserved tokens first, in order.
-    assert tuple(tokens[: len(RESERVED)]) == RESERVED, tokens[:5]
+    trainer = tokenizers.trainers.WordPieceTrainer(
+        vocab_size=target_size,
+        special_tokens=[*RESERVED, *continuations],
+        continuing_subword_prefix=SUFFIX,
+        show_progress=False,
+    )
+    errors: list[BaseException] = []
+
+    def train():
+        try:
+            model.train_from_iterator(_chunks(lines, 1000), trainer, length=len(lines))
+        except BaseException as err:  # noqa: BLE001 (re-raised in the caller's thread)
+            errors.append(err)
+
+    thread = threading.Thread(target=train, daemon=True)
+    start = time.perf_counter()
+    thread.start()
+    while thread.is_alive():
+        thread.join(progress_every_s)
+        if thread.is_alive():
+            logging.info(
+                "vocabulary: learning from %d lines, %.0f s so far.",
+                len(lines), time.perf_counter() - start,
+            )  # fmt: skip
+    if errors:
+        raise errors[0]
+    vocab = model.get_vocab(with_added_tokens=True)
+    tokens = sorted(vocab, key=vocab.get)
+    if tuple(tokens[: len(RESERVED)]) != RESERVED:
+        raise AssertionError(f"the trainer moved the reserved tokens: {tokens[:5]}")
     return tokens
+
+
+def _chunks(lines: list[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(lines), size):
+        yield lines[start : start + size]
 
 
 def save(tokens: list[str], path: str) -> None:

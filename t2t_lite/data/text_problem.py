@@ -33,7 +33,7 @@ class Text2TextProblem(problem.Problem):
     max_sequence_length = 256
     # The vocabulary is learned from a seeded uniform sample of this many
     # training lines (sources and targets), not from the whole corpus.
-    vocab_sample_lines = 200_000
+    vocab_sample_lines = 1_000_000
     splits = {"train": (0, 10), "dev": (0, 1)}  # example counts come from the data
     reports_bleu = True
     # Text2Self problems (language models) have no source: inputs are just EOS.
@@ -195,17 +195,20 @@ class Text2TextProblem(problem.Problem):
             .map(tokenize, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
             .prefetch(4)
         )
+        limit = self.max_sequence_length
         for values, splits in dataset.as_numpy_iterator():  # [2n] rows
+            # Python lists once per batch: slicing them is cheaper than numpy per example.
+            values, splits = values.tolist(), splits.tolist()
             n = (len(splits) - 1) // 2
             for i in range(n):
-                inputs = values[splits[i] : splits[i + 1]]
-                targets = values[splits[n + i] : splits[n + i + 1]]
-                if max(len(inputs), len(targets)) > self.max_sequence_length:
+                start, end = splits[i], splits[i + 1]
+                target_start, target_end = splits[n + i], splits[n + i + 1]
+                if end - start > limit or target_end - target_start > limit:
                     too_long += 1
                     continue
                 yield {
-                    "inputs": sequences.with_eos(inputs.tolist()),
-                    "targets": sequences.with_eos(targets.tolist()),
+                    "inputs": sequences.with_eos(values[start:end]),
+                    "targets": sequences.with_eos(values[target_start:target_end]),
                 }
             done += n
             now = time.perf_counter()
