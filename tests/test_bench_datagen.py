@@ -1,0 +1,75 @@
+"""bench/datagen_throughput.py and its corpus run on a tiny setting (seconds, not figures)."""
+
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+import heaps_corpus
+
+
+def read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def test_the_heaps_corpus_is_seeded_aligned_and_keeps_meeting_new_words(tmp_path):
+    paths = [str(tmp_path / "a.src"), str(tmp_path / "a.tgt")]
+    heaps_corpus.write(*paths, pairs=4000, seed=3)
+    again = [str(tmp_path / "b.src"), str(tmp_path / "b.tgt")]
+    heaps_corpus.write(*again, pairs=4000, seed=3)
+    for first, second in zip(paths, again, strict=True):
+        assert read(first) == read(second)
+    sources, targets = (read(path).decode("utf-8").splitlines() for path in paths)
+    assert len(sources) == len(targets) == 4000 and all(sources) and all(targets)
+    # Heaps-like: the second half of the corpus still brings many new words
+    # (a fixed word list would bring almost none).
+    first_half = heaps_corpus.distinct_words(paths[:1], max_lines=2000)
+    whole = heaps_corpus.distinct_words(paths[:1])
+    assert whole > 1.3 * first_half
+    text = "\n".join(sources + targets)
+    for feature in ("https://", "/usr/share/", "--", "%", "ß", ","):
+        assert feature in text
+    assert any(len(word) >= 20 for word in " ".join(targets).split())  # German compounds
+
+
+def test_spelling_gives_every_rank_its_own_word():
+    words = [heaps_corpus.spell(rank, heaps_corpus.EN_SYLLABLES) for rank in range(20_000)]
+    assert len(set(words)) == len(words)
+
+
+def run_bench(tmp_path, *flags) -> dict:
+    out = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "bench", "datagen_throughput.py"), *flags],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_the_benchmark_prints_its_json_line_with_distinct_words_and_phases(tmp_path):
+    result = run_bench(
+        tmp_path, "--pairs=300", "--vocab_size=300", "--reference_pairs=5", f"--workdir={tmp_path}"
+    )
+    assert result["benchmark"] == "datagen_throughput"
+    assert result["examples"]["train"] == 300
+    assert result["distinct_words"] >= result["vocab_sample_distinct_words"] > 300
+    assert set(result["seconds"]) == {"vocabulary_sample", "vocabulary", "encode_and_write"}
+    assert result["machine"]["cores"] >= 1
+    growth = run_bench(
+        tmp_path,
+        "--pairs=300",
+        "--vocab_size=300",
+        "--learner_growth=200,800",
+        f"--workdir={tmp_path}",
+    )
+    rows = growth["rows"]
+    assert [row["distinct_words"] >= 200 for row in rows] == [True, True]
+    assert rows[1]["distinct_words"] >= 800
+    assert rows[0]["lines"] < rows[1]["lines"]
