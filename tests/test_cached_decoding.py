@@ -30,6 +30,9 @@ MODELS = {
     "ut_sepconv": lambda: ut_model(transformer_ffn_type="sepconv"),
     "adaptive_ut": lambda: ut_model(adaptive=True),
     "adaptive_ut_sepconv": lambda: ut_model(adaptive=True, transformer_ffn_type="sepconv"),
+    "transformer_coupled": lambda: transformer_model(position_coupling="reverse"),
+    "ut_coupled": lambda: ut_model(position_coupling="reverse"),
+    "adaptive_ut_coupled": lambda: ut_model(adaptive=True, position_coupling="reverse"),
     "adaptive_ut_basic_long": lambda: ut_model(
         adaptive=True, act_type="basic", act_halting_bias_init=-1.0, act_max_steps=6
     ),
@@ -124,7 +127,7 @@ def never_pad(step_fn):
     return step
 
 
-@pytest.mark.parametrize("name", ["transformer_pre", "adaptive_ut"])
+@pytest.mark.parametrize("name", ["transformer_pre", "adaptive_ut", "ut_coupled"])
 def test_cached_and_uncached_greedy_search_agree(name):
     from t2t_lite.decoding import reference, search
 
@@ -153,3 +156,20 @@ def test_outputs_stop_at_input_length_plus_extra_length(beam_size):
     limits = [len(i) + 2 for i in inputs]
     assert all(n <= limit for n, limit in zip(lengths, limits, strict=True))
     assert any(n == limit for n, limit in zip(lengths, limits, strict=True))
+
+
+@pytest.mark.parametrize("name", ["transformer_coupled", "adaptive_ut_coupled"])
+def test_coupled_positions_follow_each_hypothesis_source_under_beam_search(name):
+    """Beam rows share their source's static cache entries (B rows) while the
+    decoder has B * K rows: each hypothesis must get its own source's length.
+    The uncached reference tiles everything per hypothesis, so it is the oracle."""
+    from t2t_lite.decoding import reference, search
+
+    model = MODELS[name]()
+    encoded, bias = model.encode(INPUTS)
+    cache = model.init_cache(encoded, bias, 8)
+    cached = search.beam_search(never_pad(model.decode_step), cache, 2, 8, 3, 0.6)
+    init_cache, step_fn = reference.uncached_step_fn(model, 8)
+    uncached = search.beam_search(never_pad(step_fn), init_cache(encoded, bias), 2, 8, 3, 0.6)
+    np.testing.assert_array_equal(cached[0].numpy(), uncached[0].numpy())
+    np.testing.assert_allclose(cached[1].numpy(), uncached[1].numpy(), atol=1e-4)

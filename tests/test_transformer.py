@@ -1,10 +1,12 @@
 import dataclasses
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from t2t_lite import registry
+from t2t_lite.layers import masks
 from t2t_lite.models import transformer, transformer_hparams
 
 TRANSFORMER_SETS = [
@@ -122,3 +124,44 @@ def test_offsets_shift_positions_in_training_only(kind):
     # "random": shared by both stacks; "random_per_step": drawn for each stack.
     assert all(same) if kind == "random" else not all(same)
     assert not [w for w in fixed.weights if "seed" in w.path]  # none without offsets
+
+
+def test_reverse_coupling_puts_target_t_at_the_position_of_the_source_symbol_it_copies():
+    """Sources of 3 and 1 symbols (then EOS, PAD): target t sits at n - 1 - t (+ offset);
+    the EOS target (t = n) at offset - 1. Without coupling the start passes through."""
+    model = tiny_model(position_coupling="reverse")
+    _, bias = model.encode(tf.constant([[5, 6, 7, 1, 0], [5, 1, 0, 0, 0]]))
+    positions = model.decoder_positions(4, bias, start=2).numpy().tolist()
+    assert positions == [[4, 3, 2, 1], [2, 1, 0, -1]]
+    beam = model.decoder_positions(1, bias, start=-1, rows=tf.constant(4)).numpy().tolist()
+    assert beam == [[1], [1], [-1], [-1]]  # step 1, two hypotheses per source
+    assert tiny_model().decoder_positions(4, bias, start=2) == 2
+
+
+def test_coupled_positions_hold_in_evaluation_without_an_offset():
+    """Teacher-forced logits of a reverse-coupled model equal those of the same
+    weights fed the coupled position signal by hand; at evaluation no offset."""
+    from t2t_lite.layers import embedding
+
+    keras.utils.set_random_seed(3)
+    model = tiny_model(position_coupling="reverse", layer_prepostprocess_dropout=0.0)
+    inputs = tf.constant([[5, 6, 7, 1], [8, 1, 0, 0]])
+    targets = tf.constant([[7, 6, 5, 1], [8, 1, 0, 0]])
+    logits = model({"inputs": inputs, "targets": targets}, training=False).numpy()
+    encoded, bias = model.encode(inputs)
+    x = model.embedding.embed(transformer.shift_right(targets))
+    x = x + embedding.timing_signal_at(tf.constant([[2, 1, 0, -1], [0, -1, -2, -3]]), 16)
+    by_hand = model.embedding.logits(
+        model.decoder(x, masks.causal_bias(4), encoded, bias, training=False)
+    ).numpy()
+    np.testing.assert_allclose(logits, by_hand, atol=1e-5)
+
+
+def test_coupling_needs_a_token_source_and_a_shared_offset():
+    coupled = dataclasses.replace(
+        transformer_hparams.transformer_test(), position_coupling="reverse"
+    )
+    with pytest.raises(ValueError, match="needs a token source"):
+        transformer.Transformer(coupled, 11, input_encoding="none")
+    with pytest.raises(ValueError, match="random_per_step"):
+        dataclasses.replace(coupled, position_start_index="random_per_step")

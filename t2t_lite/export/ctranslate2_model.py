@@ -114,6 +114,12 @@ def build_spec(model, tokens: list[str], max_positions: int):
     ct2 = _ctranslate2()
     hp = model.hparams
     pre_norm = hp.norm_position == "pre"
+    if hp.position_coupling != "none":
+        raise ValueError(
+            f"--format=ctranslate2: the run's decoder positions are coupled to the source "
+            f"(position_coupling={hp.position_coupling!r}), which CTranslate2's position table "
+            "cannot express; export it as a SavedModel (--format=saved_model) instead"
+        )
     if len(tokens) != model.vocab_size or len(set(tokens)) != len(tokens):
         raise ValueError(
             f"the vocabulary has {len(tokens)} tokens ({len(set(tokens))} distinct); "

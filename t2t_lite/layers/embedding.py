@@ -19,17 +19,32 @@ def timing_signal(
 
     Like tensor2tensor, the channels are [sin(all timescales), cos(all
     timescales)] concatenated, not interleaved; an odd C gets a zero column.
+    A start of shape [B, L] gives every row its own positions explicitly
+    (coupled positions) -> [B, L, C]; length is then L.
     """
-    positions = tf.cast(tf.range(length) + start, tf.float32)
+    if isinstance(start, tf.Tensor) and start.shape.rank == 2:
+        positions = start  # [B, L]
+    else:
+        positions = (tf.range(length) + start)[tf.newaxis]  # [1, L]
+    return timing_signal_at(positions, channels, min_timescale, max_timescale)
+
+
+def timing_signal_at(
+    positions: tf.Tensor,
+    channels: int,
+    min_timescale: float = 1.0,
+    max_timescale: float = 1.0e4,
+) -> tf.Tensor:
+    """Sinusoids of explicit positions [B, L] (any integers) -> [B, L, C] float32."""
+    positions = tf.cast(positions, tf.float32)
     num_timescales = channels // 2
     log_increment = math.log(max_timescale / min_timescale) / max(num_timescales - 1, 1)
     inv_timescales = min_timescale * tf.exp(
         tf.range(num_timescales, dtype=tf.float32) * -log_increment
     )
-    scaled = positions[:, tf.newaxis] * inv_timescales[tf.newaxis, :]  # [L, C/2]
-    signal = tf.concat([tf.sin(scaled), tf.cos(scaled)], axis=1)  # [L, 2*(C/2)]
-    signal = tf.pad(signal, [[0, 0], [0, channels % 2]])  # [L, C]
-    return signal[tf.newaxis]  # [1, L, C]
+    scaled = positions[..., tf.newaxis] * inv_timescales  # [B, L, C/2]
+    signal = tf.concat([tf.sin(scaled), tf.cos(scaled)], axis=-1)  # [B, L, 2*(C/2)]
+    return tf.pad(signal, [[0, 0], [0, 0], [0, channels % 2]])  # [B, L, C]
 
 
 class SharedEmbedding(keras.layers.Layer):

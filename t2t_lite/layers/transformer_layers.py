@@ -251,10 +251,16 @@ class Stack(keras.layers.Layer):
         return cache
 
     def decode_step(
-        self, x: tf.Tensor, index: tf.Tensor, cache: dict, encoder_bias: tf.Tensor
+        self,
+        x: tf.Tensor,
+        index: tf.Tensor,
+        cache: dict,
+        encoder_bias: tf.Tensor,
+        position: tf.Tensor | None = None,
     ) -> tuple[tf.Tensor, dict]:
         """The decoder stack at one position: x [B, 1, C] -> ([B, 1, C], cache with
-        this stack's entries updated; other entries passed through)."""
+        this stack's entries updated; other entries passed through). `position`
+        is not read: the model's embedding added the timing signal."""
         new = dict(cache)
         for i, block in enumerate(self.blocks):
             cross = cache[sequences.STATIC_CACHE][f"layer_{i}"]

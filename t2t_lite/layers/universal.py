@@ -156,7 +156,12 @@ class UniversalStack(keras.layers.Layer):
         return cache
 
     def decode_step(
-        self, x: tf.Tensor, index: tf.Tensor, cache: dict, encoder_bias: tf.Tensor
+        self,
+        x: tf.Tensor,
+        index: tf.Tensor,
+        cache: dict,
+        encoder_bias: tf.Tensor,
+        position: tf.Tensor | None = None,
     ) -> tuple[tf.Tensor, dict]:
         """The decoder stack at one position: x [B, 1, C] -> ([B, 1, C], cache with
         this stack's entries updated; other entries passed through).
@@ -166,10 +171,12 @@ class UniversalStack(keras.layers.Layer):
         keys and values of a halted position's frozen state; once every row
         has halted, a step only writes those (`DecoderBlock.frozen_step`)
         instead of applying the block, which is exact: halted rows' states
-        and outputs no longer change.
+        and outputs no longer change. `position`: the step's position signal's
+        positions when they are not `index` ([B, 1], coupled positions).
         """
         cross = cache[sequences.STATIC_CACHE]
-        position = embedding.timing_signal(1, x.shape[-1], start=index)  # [1, 1, C]
+        start = index if position is None else position  # a scalar, or [B, 1] coupled positions
+        position = embedding.timing_signal(1, x.shape[-1], start=start)  # [1 or B, 1, C]
 
         def block_input(state: tf.Tensor, step: int) -> tf.Tensor:
             signal = position + self.step_signal.signal(step)  # [1, 1, C]

@@ -41,6 +41,11 @@ class Transformer(keras.Model):
             raise ValueError(
                 f"input_encoding must be one of {sequences.INPUT_ENCODINGS}, got {input_encoding!r}"
             )
+        if hparams.position_coupling != "none" and input_encoding != "tokens":
+            raise ValueError(
+                f"position_coupling={hparams.position_coupling!r} ties target positions to "
+                f"source positions and needs a token source, not input_encoding={input_encoding!r}"
+            )
         self.hparams = hparams
         self.vocab_size = vocab_size
         self.input_encoding = input_encoding
@@ -156,6 +161,29 @@ class Transformer(keras.Model):
             return start, start
         return draw(self.offset_shape()), draw(self.offset_shape())
 
+    def decoder_positions(
+        self,
+        length: tf.Tensor | int,
+        encoder_bias: tf.Tensor,
+        start: tf.Tensor | int = 0,
+        rows: tf.Tensor | None = None,
+    ) -> tf.Tensor | int:
+        """The decoder's positions for `length` targets from `start`: start itself
+        (positions start..start+length-1) without coupling; with
+        position_coupling="reverse", explicit positions [B, length], target t
+        at start + n - 1 - t for a source of n symbols (read off the encoder
+        bias [B', 1, 1, S]: its zero entries are the symbols and EOS). `rows`:
+        the number of decoder rows when they are hypotheses, rows / B'
+        consecutive ones per source (beam search).
+        """
+        if self.hparams.position_coupling == "none":
+            return start
+        symbols = tf.reduce_sum(tf.cast(tf.equal(encoder_bias[:, 0, 0, :], 0.0), tf.int32), 1) - 1
+        if rows is not None:  # [B'] -> [rows]
+            symbols = tf.repeat(symbols, rows // tf.shape(symbols)[0])
+        steps = tf.range(length)[tf.newaxis]  # [1, length]
+        return start + symbols[:, tf.newaxis] - 1 - steps  # [B, length]
+
     def encode(
         self, inputs: tf.Tensor, training: bool = False, position_start: tf.Tensor | int = 0
     ) -> tuple[tf.Tensor, tf.Tensor]:
@@ -178,6 +206,7 @@ class Transformer(keras.Model):
         position_start: tf.Tensor | int = 0,
     ) -> tf.Tensor:
         """Teacher-forced decoding: targets [B, T] -> float32 logits [B, T, V]."""
+        position_start = self.decoder_positions(tf.shape(targets)[1], encoder_bias, position_start)
         x = self.embedding.embed(shift_right(targets))
         x = self.target_dropout(
             x + tf.cast(timing_signal_like(x, position_start), x.dtype), training=training
@@ -200,10 +229,11 @@ class Transformer(keras.Model):
         cache[sequences.STATIC_CACHE]["encoder_bias"] = encoder_bias
         return cache
 
-    def embed_step(self, ids: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
-        """Decoder input ids [B] at position `index` -> [B, 1, C], with its timing signal."""
+    def embed_step(self, ids: tf.Tensor, position: tf.Tensor) -> tf.Tensor:
+        """Decoder input ids [B] at `position` (a scalar, or [B, 1] coupled
+        positions) -> [B, 1, C], with its timing signal."""
         x = self.embedding.embed(ids[:, tf.newaxis])  # [B, 1, C]
-        signal = embedding.timing_signal(1, x.shape[-1], start=index)  # [1, 1, C]
+        signal = embedding.timing_signal(1, x.shape[-1], start=position)  # [1 or B, 1, C]
         return x + tf.cast(signal, x.dtype)
 
     def decode_step(self, ids: tf.Tensor, index: tf.Tensor, cache: dict) -> tuple[tf.Tensor, dict]:
@@ -213,9 +243,12 @@ class Transformer(keras.Model):
         the prediction for the target at `index`. The decoder stack runs
         the step (its blocks, or its recurrence) on its own cache entries.
         """
-        x = self.embed_step(ids, index)
         encoder_bias = cache[sequences.STATIC_CACHE]["encoder_bias"]
-        x, cache = self.decoder.decode_step(x, index, cache, encoder_bias)
+        position = index
+        if self.hparams.position_coupling != "none":  # [B, 1]: n - 1 - index per row
+            position = self.decoder_positions(1, encoder_bias, -index, rows=tf.shape(ids)[0])
+        x = self.embed_step(ids, position)
+        x, cache = self.decoder.decode_step(x, index, cache, encoder_bias, position)
         return self.embedding.logits(x)[:, 0], cache
 
     def call(self, features, training=False):

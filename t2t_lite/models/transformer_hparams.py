@@ -7,6 +7,10 @@ from t2t_lite import hparams as hparams_lib
 from t2t_lite import registry
 
 POSITION_STARTS = ("none", "random", "random_per_step")
+# Decoder positions tied to the source positions they read (position coupling,
+# Cho et al. 2024): "none", target t at position t; "reverse", target t at
+# n - 1 - t for a source of n symbols (the source symbol it copies).
+POSITION_COUPLINGS = ("none", "reverse")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +49,9 @@ class TransformerHParams:
     # recurrence step). See Transformer.position_starts.
     position_start_index: str = "none"
     position_start_max: int = 0
+    # "reverse": decoder position t is n - 1 - t (plus the offset), n the source's
+    # symbol count, in training and evaluation alike; see Transformer.decoder_positions.
+    position_coupling: str = "none"
 
     def __post_init__(self):
         require = hparams_lib.require
@@ -67,6 +74,17 @@ class TransformerHParams:
             f"must be one of {POSITION_STARTS}, got {self.position_start_index!r}",
         )
         require(self.position_start_max >= 0, "position_start_max", "must be >= 0")
+        require(
+            self.position_coupling in POSITION_COUPLINGS,
+            "position_coupling",
+            f"must be one of {POSITION_COUPLINGS}, got {self.position_coupling!r}",
+        )
+        require(
+            self.position_coupling == "none" or self.position_start_index != "random_per_step",
+            "position_coupling, position_start_index",
+            "coupled positions need one offset shared by encoder and decoder "
+            "(position_start_index=none or random), not random_per_step",
+        )
         require(
             self.norm_position in ("pre", "post"),
             "norm_position",

@@ -116,6 +116,7 @@ class UniversalTransformer(transformer.Transformer):
         Target padding is treated as halted; causal attention keeps real
         positions from seeing it.
         """
+        position_start = self.decoder_positions(tf.shape(targets)[1], encoder_bias, position_start)
         decoder_inputs = transformer.shift_right(targets)
         self_bias = masks.causal_bias(tf.shape(targets)[1])
         x = self.target_dropout(self.embedding.embed(decoder_inputs), training=training)
@@ -144,7 +145,7 @@ class UniversalTransformer(transformer.Transformer):
     ) -> tf.Tensor:
         return self.decode_with_stats(targets, encoded, encoder_bias, training, position_start)[0]
 
-    def embed_step(self, ids: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
+    def embed_step(self, ids: tf.Tensor, position: tf.Tensor) -> tf.Tensor:
         """Decoder input ids [B] -> [B, 1, C]; the stack adds position and step signals."""
         return self.embedding.embed(ids[:, tf.newaxis])  # [B, 1, C]
 
