@@ -1,6 +1,7 @@
 import os
 
 import pytest
+import tensorflow as tf
 
 from t2t_lite.data import problem, tfrecord
 
@@ -39,3 +40,34 @@ def test_damaged_file_is_named(how, small_data):
     with pytest.raises(tfrecord.CorruptRecordError, match=os.path.basename(bad)):
         for _ in range(100):
             tfrecord.next_element(iterator, prob.filepaths(small_data, "train"))
+
+
+def test_records_without_the_features_or_of_another_dtype_are_named(tmp_path):
+    """Shards of another tool's Examples would otherwise parse as empty and train on nothing."""
+    path = str(tmp_path / "other")
+    with tf.io.TFRecordWriter(path) as writer:
+        feature = {"text": tf.train.Feature(int64_list=tf.train.Int64List(value=[3, 4]))}
+        writer.write(
+            tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+        )
+    with pytest.raises(
+        ValueError, match=r"other: record 1 has no 'inputs' feature \(its features: text\)"
+    ):
+        tfrecord.check_features(path)
+    floats = str(tmp_path / "floats")
+    with tf.io.TFRecordWriter(floats) as writer:
+        feature = {
+            "inputs": tf.train.Feature(float_list=tf.train.FloatList(value=[1.0])),
+            "targets": tf.train.Feature(int64_list=tf.train.Int64List(value=[3, 1])),
+        }
+        writer.write(
+            tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+        )
+    with pytest.raises(ValueError, match="floats: record 1's 'inputs' feature is a float_list"):
+        tfrecord.check_features(floats)
+    good = str(tmp_path / "good")
+    tfrecord.write_shards([{"inputs": [3, 1], "targets": [4, 1]}], [good])
+    assert tfrecord.check_features(good)
+    empty = str(tmp_path / "empty")
+    tfrecord.write_shards([], [empty])
+    assert not tfrecord.check_features(empty)

@@ -102,6 +102,41 @@ def check_file(path: str) -> None:
         ) from None
 
 
+def check_features(path: str) -> bool:
+    """Checks the first record of `path` holds FEATURES as int64 lists; False if it has none.
+
+    Raises ValueError naming the file and the feature: a shard written by
+    another tool would otherwise parse every missing feature as empty and
+    train on nothing.
+    """
+    try:
+        records = [r.numpy() for r in tf.data.TFRecordDataset(path).take(1)]
+    except tf.errors.DataLossError:
+        check_file(path)  # names the file
+        raise
+    for record in records:
+        try:
+            features = tf.train.Example.FromString(record).features.feature
+        except Exception:  # noqa: BLE001 (any undecodable record is the same user error)
+            raise ValueError(f"{path}: record 1 is not a tf.train.Example") from None
+        for key in FEATURES:
+            if key not in features:
+                found = ", ".join(sorted(features)) or "none"
+                raise ValueError(
+                    f"{path}: record 1 has no {key!r} feature (its features: {found}); "
+                    f"expected int64 lists {' and '.join(map(repr, FEATURES))}, as "
+                    "t2t-datagen writes them"
+                )
+            kind = features[key].WhichOneof("kind")
+            if kind != "int64_list":
+                raise ValueError(
+                    f"{path}: record 1's {key!r} feature is a {kind or 'empty feature'}, "
+                    "expected an int64 list of token ids"
+                )
+        return True
+    return False
+
+
 def find_corrupt(paths: list[str], error: Exception) -> CorruptRecordError:
     """Names the first corrupt file among `paths`, after `error` was seen reading them."""
     for path in paths:
