@@ -68,6 +68,18 @@ def process_alive(pid: int) -> bool:
     return True
 
 
+def process_start_time(pid: int) -> float | None:
+    """When the process with this pid started (seconds since the epoch), if /proc says."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            fields = f.read().rsplit(")", 1)[1].split()  # after "pid (comm)"
+        with open("/proc/stat", encoding="utf-8") as f:
+            boot = next(float(line.split()[1]) for line in f if line.startswith("btime "))
+        return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: starttime
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
 def _abandoned(tag: str, path: str, max_age_s: float) -> bool:
     """Whether an `owner_tag` names a process that is gone (or, elsewhere, a stale file)."""
     pid, host = (tag.split("@") + ["", ""])[:2]

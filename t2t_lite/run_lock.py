@@ -6,7 +6,10 @@ process is gone (same host), or whose heartbeat is older than STALE_AFTER_S
 (another host, e.g. on shared storage), is taken over with a log line. Only
 the chief of a multi-worker job takes the lock, for the whole job. Readers
 (t2t-decode, t2t-avg-checkpoints, t2t-export) never need it: they read
-complete checkpoints only.
+complete checkpoints only. A lock nobody can read (empty, as a kill right
+after its creation leaves it, or not a record) is stale once it is older
+than UNREADABLE_GRACE_S; so is one whose pid now belongs to a process that
+started after the lock did (the pid was reused).
 
 On a local disk the lock is created with O_EXCL, so two trainers starting
 at once cannot both get it; elsewhere it is written through tf.io.gfile and
@@ -25,6 +28,9 @@ from t2t_lite import files
 
 LOCK_FILE = ".t2t-train.lock"
 STALE_AFTER_S = 600.0
+# A new lock is empty between its creation and its first write: only an
+# unreadable lock older than this is taken for a dead trainer's.
+UNREADABLE_GRACE_S = 5.0
 HEARTBEAT_EVERY_S = 60.0
 
 
@@ -54,9 +60,10 @@ class RunLock:
         """The lock's record, or None when there is no (readable) lock."""
         try:
             with tf.io.gfile.GFile(self.path, "r") as f:
-                return json.loads(f.read())
+                record = json.loads(f.read())
         except (tf.errors.NotFoundError, ValueError):
             return None
+        return record if isinstance(record, dict) else None
 
     def _mine(self, owner: dict) -> bool:
         return owner.get("host") == files.HOST and owner.get("pid") == os.getpid()
@@ -67,6 +74,10 @@ class RunLock:
         if owner.get("host") == files.HOST:
             if not isinstance(pid, int) or not files.process_alive(pid):
                 return f"process {pid} on this host is not running"
+            started = files.process_start_time(pid)
+            locked = owner.get("started")
+            if started is not None and isinstance(locked, int | float) and started > locked + 1:
+                return f"pid {pid} now belongs to a process started after the lock was taken"
             return ""
         age = time.time() - float(owner.get("heartbeat", 0))
         if age > STALE_AFTER_S:
@@ -76,6 +87,15 @@ class RunLock:
     def acquire(self) -> None:
         """Takes the lock, or raises RunLockedError naming its live owner."""
         owner = self.owner()
+        unreadable = owner is None and tf.io.gfile.exists(self.path)
+        if unreadable:
+            age = time.time() - tf.io.gfile.stat(self.path).mtime_nsec / 1e9
+            if age < UNREADABLE_GRACE_S:
+                raise RunLockedError(
+                    f"{self.directory!r}: another trainer is taking the lock {self.path} "
+                    "right now; wait for it to finish or use another --output_dir"
+                )
+            logging.warning("Taking over the unreadable lock %s (no owner in it).", self.path)
         if owner is not None and not self._mine(owner):
             reason = self._stale(owner)
             if not reason:
@@ -85,7 +105,7 @@ class RunLock:
                     "another --output_dir"
                 )
             logging.warning("Taking over the stale lock %s: %s.", self.path, reason)
-        self._write(fresh=owner is None)
+        self._write(fresh=owner is None and not unreadable)
         owner = self.owner()
         if owner is None or not self._mine(owner):
             raise RunLockedError(f"{self.directory!r}: another trainer took {self.path} first")

@@ -65,7 +65,8 @@ def prepare(
     problem.bind(data_dir)
     for split in problem.splits:  # an empty split would train or evaluate on nothing
         paths = problem.filepaths(data_dir, split)
-        if not any([tfrecord.check_features(path) for path in paths]):  # every shard checked
+        checked = [tfrecord.check_features(path) for path in paths]  # every shard, not the first
+        if not any(checked):
             raise ValueError(
                 f"the {split} split of {problem.name} in {data_dir!r} has no examples "
                 f"({', '.join(paths)}): regenerate it with t2t-datagen from more data"
