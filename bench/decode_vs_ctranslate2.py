@@ -71,7 +71,7 @@ def measure(model, symbols, translator, inputs, beam_size: int) -> dict:
     )
     xla = {"default": None, "on": True, "off": False}[FLAGS.xla]
     decoder = decoder_lib.Decoder(model, hp, xla_compile=xla)
-    batch = tf.constant(next(decoder._batches(inputs))[1])
+    batch = tf.constant(next(decoder.batches(inputs))[1])
     ours = decoder.search(batch)[0].numpy()
     assert {len(sequences.until_eos(row[0])) for row in ours} == {FLAGS.output_length}
 

@@ -158,7 +158,7 @@ class Decoder:
         results: list = [None] * len(inputs)
         # A language model continues an empty prompt; a translation of nothing is nothing.
         decode_empty = not getattr(self.model, "has_encoder", True)
-        for indices, batch in self._batches(inputs, decode_empty):
+        for indices, batch in self.batches(inputs, decode_empty):
             ids, scores = self.search(tf.constant(batch))
             ids, scores = ids.numpy(), scores.numpy()
             for row, index in enumerate(indices):
@@ -171,8 +171,8 @@ class Decoder:
                 results[index] = [([], 0.0)]
         return results
 
-    def _batches(
-        self, inputs: list[list[int]], with_empty: bool
+    def batches(
+        self, inputs: list[list[int]], with_empty: bool = False
     ) -> Iterator[tuple[list[int], np.ndarray]]:
         """(original indices, [batch_size, bucket] padded ids) for non-empty inputs
         (and empty ones when `with_empty`)."""

@@ -1,4 +1,4 @@
-"""bench/datagen_throughput.py and its corpus run on a tiny setting (seconds, not figures)."""
+"""Benchmarks run on a tiny setting (seconds, not figures), so they cannot rot unnoticed."""
 
 import json
 import os
@@ -41,20 +41,20 @@ def test_spelling_gives_every_rank_its_own_word():
     assert len(set(words)) == len(words)
 
 
-def run_bench(tmp_path, *flags) -> dict:
+def run_bench(tmp_path, *flags, script="datagen_throughput.py") -> list[dict]:
     out = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "bench", "datagen_throughput.py"), *flags],
+        [sys.executable, os.path.join(ROOT, "bench", script), *flags],
         capture_output=True,
         text=True,
         timeout=300,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
         check=True,
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
 
 
 def test_the_benchmark_prints_its_json_line_with_distinct_words_and_phases(tmp_path):
-    result = run_bench(
+    (result,) = run_bench(
         tmp_path, "--pairs=300", "--vocab_size=300", "--reference_pairs=5", f"--workdir={tmp_path}"
     )
     assert result["benchmark"] == "datagen_throughput"
@@ -62,7 +62,7 @@ def test_the_benchmark_prints_its_json_line_with_distinct_words_and_phases(tmp_p
     assert result["distinct_words"] >= result["vocab_sample_distinct_words"] > 300
     assert set(result["seconds"]) == {"vocabulary_sample", "vocabulary", "encode_and_write"}
     assert result["machine"]["cores"] >= 1
-    growth = run_bench(
+    (growth,) = run_bench(
         tmp_path,
         "--pairs=300",
         "--vocab_size=300",
@@ -73,3 +73,21 @@ def test_the_benchmark_prints_its_json_line_with_distinct_words_and_phases(tmp_p
     assert [row["distinct_words"] >= 200 for row in rows] == [True, True]
     assert rows[1]["distinct_words"] >= 800
     assert rows[0]["lines"] < rows[1]["lines"]
+
+
+def test_the_decoding_benchmark_runs_against_ctranslate2_through_public_entry_points(tmp_path):
+    rows = run_bench(
+        tmp_path,
+        "--shapes=transformer_test:20",
+        "--batch_sizes=2",
+        "--beam_sizes=1,2",
+        "--input_length=4",
+        "--output_length=6",
+        "--repeats=1",
+        script="decode_vs_ctranslate2.py",
+    )
+    assert [row["search"] for row in rows] == ["greedy", "beam2"]
+    for row in rows:
+        assert row["output_tokens"] == 7
+        for key in ("t2t_decode", "serving"):
+            assert row[f"{key}_tokens_per_sec"] > 0 and row[f"{key}_over_ctranslate2"] > 0
