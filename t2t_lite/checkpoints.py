@@ -40,12 +40,27 @@ def make_manager(
     )
 
 
+# What reading a damaged checkpoint raises: TensorFlow's errors, and IndexError
+# ("Read less bytes than requested") for a truncated data file.
+UNREADABLE = (tf.errors.OpError, ValueError, AssertionError, IndexError)
+
+
 def restore_model(model: keras.Model, path: str) -> None:
-    """Loads a checkpoint's model weights (from training or averaging) into a built model."""
+    """Loads a checkpoint's model weights (from training or averaging) into a built model.
+
+    A checkpoint that cannot be read is a ValueError naming it.
+    """
     build_model(model)
-    status = tf.train.Checkpoint(model=model).read(path)
-    status.assert_existing_objects_matched()
+    try:
+        status = tf.train.Checkpoint(model=model).read(path)
+        status.assert_existing_objects_matched()
+    except UNREADABLE as err:
+        raise ValueError(f"checkpoint {path} cannot be read: {_reason(err)}") from None
     status.expect_partial()
+
+
+def _reason(err: BaseException) -> str:
+    return ((getattr(err, "message", None) or str(err)).strip().splitlines() or [""])[0]
 
 
 def latest(directory: str) -> str:
@@ -90,9 +105,8 @@ def restore_newest_readable(checkpoint: tf.train.Checkpoint, directory: str) -> 
         try:
             checkpoint.restore(path).assert_existing_objects_matched()
             return path
-        except (tf.errors.OpError, ValueError, AssertionError) as err:
-            reason = (getattr(err, "message", None) or str(err)).strip().splitlines()[0]
-            logging.warning("Skipping checkpoint %s, which cannot be read: %s", path, reason)
+        except UNREADABLE as err:
+            logging.warning("Skipping checkpoint %s, which cannot be read: %s", path, _reason(err))
     if candidates:
         raise ValueError(
             f"no readable checkpoint in {directory!r} ({len(candidates)} tried, newest "

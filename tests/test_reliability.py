@@ -177,6 +177,24 @@ def test_resume_skips_a_corrupt_checkpoint_for_the_newest_readable_one(
         make_trainer(small_data, run, steps=4)
 
 
+def test_resume_skips_a_truncated_newest_checkpoint(small_data, tmp_path, caplog):
+    """`truncate -s` of the newest .data file: skipped with a warning, not a traceback."""
+    run = str(tmp_path / "run")
+    make_trainer(small_data, run, steps=4).train()
+    newest, older = checkpoints.by_step(run)
+    data = newest + ".data-00000-of-00001"
+    with open(data, "r+b") as f:
+        f.truncate(os.path.getsize(data) // 3)
+    # The read-only tools name it in one line.
+    with pytest.raises(ValueError, match=f"checkpoint {newest} cannot be read"):
+        averaging.run(run, 2, [])
+    with pytest.raises(ValueError, match=f"checkpoint {newest} cannot be read"):
+        run_dir_lib.open_run(run)
+    resumed = make_trainer(small_data, run, steps=4)
+    assert int(resumed.step.numpy()) == 2
+    assert f"Skipping checkpoint {newest}, which cannot be read" in caplog.text
+
+
 def test_metrics_are_strict_json_and_empty_splits_are_refused(tmp_path):
     assert json.loads(files.strict_json({"a": {"loss": math.nan, "n": 1}})) == {
         "a": {"loss": None, "n": 1}

@@ -86,10 +86,13 @@ def average(paths: list[str], output_path: str) -> None:
     names, tensors = [], []
     for key, (_, dtype) in sorted(variables.items()):
         if dtype.is_floating:
-            total = sum(np.asarray(r.get_tensor(key), np.float64) for r in readers)
+            total = sum(
+                np.asarray(_read(r, path, key), np.float64)
+                for r, path in zip(readers, paths, strict=True)
+            )
             value = tf.cast(total / len(readers), dtype)
         else:
-            value = tf.constant(readers[-1].get_tensor(key), dtype)
+            value = tf.constant(_read(readers[-1], paths[-1], key), dtype)
         names.append(key)
         tensors.append(value)
     directory = os.path.dirname(files.absolute(output_path))
@@ -108,6 +111,14 @@ def average(paths: list[str], output_path: str) -> None:
         os.path.join(directory, "checkpoint"),
         f'model_checkpoint_path: "{name}"\nall_model_checkpoint_paths: "{name}"\n',
     )
+
+
+def _read(reader, path: str, key: str) -> np.ndarray:
+    """One variable of a checkpoint; a damaged one (truncated data) is a ValueError naming it."""
+    try:
+        return reader.get_tensor(key)
+    except checkpoints.UNREADABLE as err:
+        raise ValueError(f"checkpoint {path} cannot be read ({key}): {err}") from None
 
 
 def run(model_dir: str, num_last: int, explicit: list[str], output_path: str = "") -> str:
