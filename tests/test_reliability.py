@@ -181,7 +181,7 @@ def test_resume_skips_a_truncated_newest_checkpoint(small_data, tmp_path, caplog
     """`truncate -s` of the newest .data file: skipped with a warning, not a traceback."""
     run = str(tmp_path / "run")
     make_trainer(small_data, run, steps=4).train()
-    newest, older = checkpoints.by_step(run)
+    newest, _ = checkpoints.by_step(run)
     data = newest + ".data-00000-of-00001"
     with open(data, "r+b") as f:
         f.truncate(os.path.getsize(data) // 3)
