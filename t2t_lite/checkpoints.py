@@ -57,6 +57,11 @@ def restore_model(model: keras.Model, path: str) -> None:
     except UNREADABLE as err:
         raise ValueError(f"checkpoint {path} cannot be read: {_reason(err)}") from None
     status.expect_partial()
+    if not all_finite(model.weights):
+        raise ValueError(
+            f"checkpoint {path} holds non-finite weights (NaN or inf); use an older "
+            "checkpoint (--checkpoint_path) or train again"
+        )
 
 
 def _reason(err: BaseException) -> str:
@@ -92,18 +97,23 @@ def by_step(directory: str) -> list[str]:
     return [path for _, path in sorted(found, reverse=True)]
 
 
-def restore_newest_readable(checkpoint: tf.train.Checkpoint, directory: str) -> str | None:
+def restore_newest_readable(
+    checkpoint: tf.train.Checkpoint, directory: str, weights=()
+) -> str | None:
     """Restores the newest checkpoint in directory that reads back whole -> its path.
 
     A checkpoint that fails to read (corrupt or truncated data, a missing
-    variable) is skipped with a warning naming it and the reason, and the
-    next older one is tried. None if the directory has no checkpoint; a
-    ValueError if it has some and none is readable.
+    variable), or after which `weights` are not all finite, is skipped with
+    a warning naming it and the reason, and the next older one is tried.
+    None if the directory has no checkpoint; a ValueError if it has some
+    and none is readable.
     """
     candidates = by_step(directory)
     for path in candidates:
         try:
             checkpoint.restore(path).assert_existing_objects_matched()
+            if not all_finite(weights):
+                raise ValueError("it holds non-finite weights (NaN or inf)")
             return path
         except UNREADABLE as err:
             logging.warning("Skipping checkpoint %s, which cannot be read: %s", path, _reason(err))

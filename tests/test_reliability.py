@@ -195,6 +195,35 @@ def test_resume_skips_a_truncated_newest_checkpoint(small_data, tmp_path, caplog
     assert f"Skipping checkpoint {newest}, which cannot be read" in caplog.text
 
 
+def write_nan_checkpoint(small_data, run: str, step: int) -> str:
+    """A complete, readable training checkpoint at `step` whose embedding is NaN (as a
+    copy from a diverged run or a broken external tool would leave), saved by the
+    checkpoint manager directly, past the trainer's finite check."""
+    t = make_trainer(small_data, run, steps=step)
+    t.model.embedding.weights_matrix.assign(t.model.embedding.weights_matrix * np.nan)
+    path = t.manager.save(checkpoint_number=step)
+    t.lock.release()
+    return path
+
+
+def test_a_checkpoint_with_nan_weights_is_refused_by_every_reader_and_skipped_on_resume(
+    small_data, tmp_path, caplog
+):
+    run = str(tmp_path / "run")
+    make_trainer(small_data, run, steps=4).train()
+    bad = write_nan_checkpoint(small_data, run, 6)
+    assert checkpoints.by_step(run)[0] == bad
+    for read in (
+        lambda: run_dir_lib.open_run(run),  # t2t-decode, t2t-export, t2t-visualize
+        lambda: averaging.run(run, 2, []),  # t2t-avg-checkpoints
+    ):
+        with pytest.raises(ValueError, match=f"checkpoint {bad} holds non-finite"):
+            read()
+    resumed = make_trainer(small_data, run, steps=4)
+    assert int(resumed.step.numpy()) == 4
+    assert f"Skipping checkpoint {bad}, which cannot be read: it holds non-finite" in caplog.text
+
+
 def test_metrics_are_strict_json_and_empty_splits_are_refused(tmp_path):
     assert json.loads(files.strict_json({"a": {"loss": math.nan, "n": 1}})) == {
         "a": {"loss": None, "n": 1}

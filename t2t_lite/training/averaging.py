@@ -116,9 +116,15 @@ def average(paths: list[str], output_path: str) -> None:
 def _read(reader, path: str, key: str) -> np.ndarray:
     """One variable of a checkpoint; a damaged one (truncated data) is a ValueError naming it."""
     try:
-        return reader.get_tensor(key)
+        value = reader.get_tensor(key)
     except checkpoints.UNREADABLE as err:
         raise ValueError(f"checkpoint {path} cannot be read ({key}): {err}") from None
+    if np.issubdtype(np.asarray(value).dtype, np.floating) and not np.isfinite(value).all():
+        raise ValueError(
+            f"checkpoint {path} holds non-finite values (NaN or inf) in {key}; "
+            "leave it out (--checkpoints) or average older ones"
+        )
+    return value
 
 
 def run(model_dir: str, num_last: int, explicit: list[str], output_path: str = "") -> str:

@@ -56,7 +56,10 @@ class Trainer:
             self.checkpoint, self.save_dir, config.keep_checkpoint_max
         )
         # The chief's checkpoints, on every worker; a corrupt newest one is skipped.
-        latest = checkpoints.restore_newest_readable(self.checkpoint, output_dir)
+        latest = checkpoints.restore_newest_readable(
+            self.checkpoint, output_dir, self.model.weights
+        )
+        self._good_checkpoint = latest  # the newest checkpoint known to hold finite weights
         if latest:
             logging.info("Resumed from %s at step %d.", latest, int(self.step.numpy()))
         self._train_step = steps.make_train_step(
@@ -127,10 +130,9 @@ class Trainer:
         return self.final_evaluation()
 
     def _last_good(self) -> str:
-        latest = self.manager.latest_checkpoint
-        if latest is None:
-            return "No checkpoint has been written."
-        return f"The newest checkpoint, {latest}, holds finite weights and is untouched."
+        if self._good_checkpoint is None:
+            return "No checkpoint with finite weights has been written."
+        return f"The newest checkpoint with finite weights, {self._good_checkpoint}, is untouched."
 
     def _save(self, step: int) -> None:
         if not checkpoints.all_finite([*self.model.weights, *self.optimizer.variables]):
@@ -139,7 +141,7 @@ class Trainer:
                 f"{self._last_good()} Try a lower learning_rate_constant, more "
                 "learning_rate_warmup_steps or clip_grad_norm."
             )
-        self.manager.save(checkpoint_number=step)
+        self._good_checkpoint = self.manager.save(checkpoint_number=step)
         if not self.chief:  # a worker's copy only served the collective save
             tf.io.gfile.rmtree(self.save_dir)
 
