@@ -86,11 +86,15 @@ class BabiProblem(problem.Problem):
         record = {"tokens": self._tokens(), "tasks": list(self.tasks)}
         files.write_atomically(os.path.join(directory, self.vocab_filename), json.dumps(record))
 
-    def has_data(self, data_dir: str) -> bool:
+    def data_files(self, data_dir: str) -> list[str]:
+        return [os.path.join(data_dir, self.vocab_filename), *super().data_files(data_dir)]
+
+    def missing_data(self, data_dir: str) -> list[str]:
         if not tf.io.gfile.exists(os.path.join(data_dir, self.vocab_filename)):
-            return False
+            # Written last: without it no split is known complete, as in a new data dir.
+            return self.data_files(data_dir)
         self.bind(data_dir)
-        return super().has_data(data_dir)
+        return super().missing_data(data_dir)
 
     def max_length(self, split: str) -> int:
         return (MAX_FACTS + 1) * (MAX_FACT_WORDS + 1) + 1

@@ -224,6 +224,25 @@ def test_a_checkpoint_with_nan_weights_is_refused_by_every_reader_and_skipped_on
     assert f"Skipping checkpoint {bad}, which cannot be read: it holds non-finite" in caplog.text
 
 
+def test_a_partial_data_dir_is_an_error_naming_what_is_missing(small_data, tmp_path):
+    """One missing shard used to make t2t-train regenerate (overwrite) every shard."""
+    prob = problem.get("test_identity_small")
+    train_shards = prob.filepaths(small_data, "train")
+    kept = {path: tf.io.gfile.GFile(path, "rb").read() for path in prob.data_files(small_data)}
+    os.remove(train_shards[1])
+    with pytest.raises(
+        FileNotFoundError, match=r"holds part of test_identity_small's data: 1 of 4"
+    ):
+        make_trainer(small_data, str(tmp_path / "run"))
+    for path, content in kept.items():
+        if path != train_shards[1]:
+            assert tf.io.gfile.GFile(path, "rb").read() == content  # nothing rewritten
+    # An interrupted datagen's leftover (a shard under its temporary name) is redone.
+    open(train_shards[1] + ".incomplete", "wb").close()
+    make_trainer(small_data, str(tmp_path / "run2"))
+    assert not prob.missing_data(small_data)
+
+
 def test_metrics_are_strict_json_and_empty_splits_are_refused(tmp_path):
     assert json.loads(files.strict_json({"a": {"loss": math.nan, "n": 1}})) == {
         "a": {"loss": None, "n": 1}

@@ -88,13 +88,17 @@ class Problem(abc.ABC):
         _, num_shards = self._split(split)
         return tfrecord.shard_paths(os.path.join(data_dir, f"{self.name}-{split}"), num_shards)
 
+    def data_files(self, data_dir: str) -> list[str]:
+        """Every file generate_data writes in data_dir: each split's shards."""
+        return [path for split in sorted(self.splits) for path in self.filepaths(data_dir, split)]
+
+    def missing_data(self, data_dir: str) -> list[str]:
+        """The data files that do not exist (all of them for a new data dir)."""
+        return [path for path in self.data_files(data_dir) if not tf.io.gfile.exists(path)]
+
     def has_data(self, data_dir: str) -> bool:
-        """True when every shard of every split exists."""
-        return all(
-            tf.io.gfile.exists(path)
-            for split in self.splits
-            for path in self.filepaths(data_dir, split)
-        )
+        """True when every data file exists."""
+        return not self.missing_data(data_dir)
 
     def generate_data(self, data_dir: str, seed: int = 1) -> dict[str, int]:
         """Writes every split's shards; the same seed gives byte-identical files."""

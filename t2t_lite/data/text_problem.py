@@ -98,9 +98,8 @@ class Text2TextProblem(problem.Problem):
 
     # Data.
 
-    def has_data(self, data_dir: str) -> bool:
-        vocab = os.path.join(data_dir, self.vocab_filename)
-        return tf.io.gfile.exists(vocab) and super().has_data(data_dir)
+    def data_files(self, data_dir: str) -> list[str]:
+        return [os.path.join(data_dir, self.vocab_filename), *super().data_files(data_dir)]
 
     def generate_data(self, data_dir: str, seed: int = 1) -> dict[str, int]:
         """Learns the vocabulary from a sample of the training pairs, then writes every split.

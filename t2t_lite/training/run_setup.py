@@ -53,7 +53,10 @@ def prepare(
         run_dir.claim(experiment, output_dir)
     else:
         experiment.check_matches(output_dir)
-    if not problem.has_data(data_dir):
+    missing = problem.missing_data(data_dir)
+    if missing and len(missing) < len(problem.data_files(data_dir)):
+        _refuse_partial(problem, data_dir, missing)
+    if missing:
         if not chief:
             raise FileNotFoundError(
                 f"no {problem.name} data in {data_dir!r}: run t2t-datagen before "
@@ -74,3 +77,25 @@ def prepare(
     if chief:  # decoding and export read the vocabulary from the run dir
         run_dir.save_vocabulary(problem, output_dir)
     return RunSetup(strategy, chief, problem, lock, data_dir, output_dir)
+
+
+def _refuse_partial(problem: problem_lib.Problem, data_dir: str, missing: list[str]) -> None:
+    """Some of the data is there: regenerating would overwrite the rest, so say what is missing.
+
+    Shards left under temporary names by an interrupted datagen are the one
+    exception: that datagen is redone, as it would have been before it started.
+    """
+    leftovers = tf.io.gfile.glob(f"{data_dir.rstrip('/')}/{problem.name}-*.incomplete")
+    if leftovers:
+        logging.warning(
+            "%s: an interrupted datagen left %s; generating the data again.",
+            data_dir, ", ".join(leftovers[:3]),
+        )  # fmt: skip
+        return
+    total = len(problem.data_files(data_dir))
+    shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+    raise FileNotFoundError(
+        f"{data_dir!r} holds part of {problem.name}'s data: {len(missing)} of {total} files "
+        f"missing ({shown}); restore them, or regenerate all of it with t2t-datagen "
+        f"--problem={problem.name} --data_dir={data_dir} (it rewrites every file)"
+    )
