@@ -53,6 +53,8 @@ def override(hparams: Any, overrides: str | dict[str, Any]) -> Any:
             key, value = (s.strip() for s in item.split("=", 1))
             if key not in types:
                 raise ValueError(_unknown_key_message(key, types))
+            if key in parsed:
+                raise ValueError(f"hparams override {key!r} is given twice; give it once")
             parsed[key] = _cast(key, types[key], value)
         overrides = parsed
     for key, value in overrides.items():

@@ -401,3 +401,25 @@ def test_bad_input_is_one_line_and_exit_1(binary, flags, expected, tmp_path, sma
     assert "Traceback" not in result.stderr
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith(f"{binary}: error: ") and expected.format(**names) in last
+
+
+def test_small_user_mistakes_are_named(tmp_path):
+    """Each was silently accepted or a traceback before."""
+    from t2t_lite import hparams as hparams_lib
+    from t2t_lite.decoding import decoder as decoder_lib
+    from t2t_lite.models import transformer_hparams
+
+    with pytest.raises(ValueError, match="'hidden_size' is given twice"):
+        hparams_lib.override(transformer_hparams.transformer_test(), "hidden_size=8,hidden_size=16")
+    for value in ("inf", "nan"):
+        with pytest.raises(ValueError, match="temperature"):
+            hparams_lib.override(decoder_lib.DecodeHParams(), f"temperature={value}")
+    with pytest.raises(ValueError, match=r"--random_seed must be in \[0, 2\*\*31\), got -1"):
+        trainer.TrainConfig(random_seed=-1)
+    source = tmp_path / "in.txt"
+    source.write_text("1 2\n")
+    with pytest.raises(ValueError, match="--decode_to_file .* is the input file"):
+        runner.decode_file(None, None, str(source), str(source))
+    with pytest.raises(ValueError, match="--decode_to_file .* is a directory"):
+        runner.decode_file(None, None, str(source), str(tmp_path))
+    assert source.read_text() == "1 2\n"

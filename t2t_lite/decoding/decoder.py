@@ -1,6 +1,7 @@
 """Decoding a trained model: decode hparams, a compiled search, batches of lines."""
 
 import dataclasses
+import math
 from collections.abc import Iterator
 
 import keras
@@ -33,11 +34,15 @@ class DecodeHParams:
     def __post_init__(self):
         require = hparams_lib.require
         require(self.beam_size >= 1, "beam_size", "must be >= 1")
-        require(self.alpha >= 0, "alpha", "must be >= 0")
+        require(math.isfinite(self.alpha) and self.alpha >= 0, "alpha", "must be finite, >= 0")
         require(self.extra_length >= 1, "extra_length", "must be >= 1")
         require(self.min_length >= 0, "min_length", "must be >= 0")
         require(self.batch_size >= 1, "batch_size", "must be >= 1")
-        require(self.temperature >= 0, "temperature", "must be >= 0")
+        require(
+            math.isfinite(self.temperature) and self.temperature >= 0,
+            "temperature",
+            f"must be finite and >= 0, got {self.temperature}",
+        )
         require(self.top_k >= 0, "top_k", "must be >= 0")
         require(self.max_input_length >= 1, "max_input_length", "must be >= 1")
         require(

@@ -66,6 +66,13 @@ def decode_file(
     outputs too and are returned as errors naming the line; the others are
     decoded and written regardless.
     """
+    if files.absolute(output_path) == files.absolute(input_path):
+        raise ValueError(
+            f"--decode_to_file {output_path!r} is the input file; name another file "
+            "(default: <input>.decoded)"
+        )
+    if tf.io.gfile.isdir(output_path):
+        raise ValueError(f"--decode_to_file {output_path!r} is a directory; name a file")
     errors: list[str] = []
     lines = files.read_lines(input_path, errors)
     inputs, encode_errors = encode_lines(problem, lines, decoder.hp.max_input_length, input_path)

@@ -62,6 +62,8 @@ class TrainConfig:
         ):
             if getattr(self, key) < 1:
                 raise ValueError(f"--{key} must be >= 1, got {getattr(self, key)}")
+        if not 0 <= self.random_seed < 2**31:
+            raise ValueError(f"--random_seed must be in [0, 2**31), got {self.random_seed}")
         if self.eval_bleu_examples < 0:
             raise ValueError(f"--eval_bleu_examples must be >= 0, got {self.eval_bleu_examples}")
         if self.eval_steps == 0:
