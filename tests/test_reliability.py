@@ -137,14 +137,18 @@ def test_a_lock_from_another_host_is_stale_only_without_heartbeat(tmp_path):
 def test_non_finite_weights_are_never_saved(small_data, tmp_path):
     t = make_trainer(small_data, str(tmp_path / "run"))
     t.model.weights[0].assign(tf.fill(t.model.weights[0].shape, math.nan))
-    with pytest.raises(trainer.NonFiniteLossError, match="No checkpoint has been written"):
+    with pytest.raises(
+        trainer.NonFiniteLossError, match="No checkpoint with finite weights has been written"
+    ):
         t._save(1)
     assert checkpoints.by_step(str(tmp_path / "run")) == []
 
     t = make_trainer(small_data, str(tmp_path / "run2"))
     t._save(1)
     t.model.weights[0].assign(tf.fill(t.model.weights[0].shape, math.inf))
-    with pytest.raises(trainer.NonFiniteLossError, match=r"newest checkpoint, .*model.ckpt-1,"):
+    with pytest.raises(
+        trainer.NonFiniteLossError, match=r"newest checkpoint with finite weights, .*model.ckpt-1,"
+    ):
         t._save(2)
     assert [os.path.basename(p) for p in checkpoints.by_step(str(tmp_path / "run2"))] == [
         "model.ckpt-1"
