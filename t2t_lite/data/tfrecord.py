@@ -114,27 +114,27 @@ def check_features(path: str) -> bool:
     except tf.errors.DataLossError:
         check_file(path)  # names the file
         raise
-    for record in records:
-        try:
-            features = tf.train.Example.FromString(record).features.feature
-        except Exception:  # noqa: BLE001 (any undecodable record is the same user error)
-            raise ValueError(f"{path}: record 1 is not a tf.train.Example") from None
-        for key in FEATURES:
-            if key not in features:
-                found = ", ".join(sorted(features)) or "none"
-                raise ValueError(
-                    f"{path}: record 1 has no {key!r} feature (its features: {found}); "
-                    f"expected int64 lists {' and '.join(map(repr, FEATURES))}, as "
-                    "t2t-datagen writes them"
-                )
-            kind = features[key].WhichOneof("kind")
-            if kind != "int64_list":
-                raise ValueError(
-                    f"{path}: record 1's {key!r} feature is a {kind or 'empty feature'}, "
-                    "expected an int64 list of token ids"
-                )
-        return True
-    return False
+    if not records:
+        return False
+    try:
+        features = tf.train.Example.FromString(records[0]).features.feature
+    except Exception:  # noqa: BLE001 (any undecodable record is the same user error)
+        raise ValueError(f"{path}: record 1 is not a tf.train.Example") from None
+    for key in FEATURES:
+        if key not in features:
+            found = ", ".join(sorted(features)) or "none"
+            raise ValueError(
+                f"{path}: record 1 has no {key!r} feature (its features: {found}); "
+                f"expected int64 lists {' and '.join(map(repr, FEATURES))}, as "
+                "t2t-datagen writes them"
+            )
+        kind = features[key].WhichOneof("kind")
+        if kind != "int64_list":
+            raise ValueError(
+                f"{path}: record 1's {key!r} feature is a {kind or 'empty feature'}, "
+                "expected an int64 list of token ids"
+            )
+    return True
 
 
 def find_corrupt(paths: list[str], error: Exception) -> CorruptRecordError:

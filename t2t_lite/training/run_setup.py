@@ -53,9 +53,10 @@ def prepare(
         run_dir.claim(experiment, output_dir)
     else:
         experiment.check_matches(output_dir)
-    missing = problem.missing_data(data_dir)
-    if missing and len(missing) < len(problem.data_files(data_dir)):
-        _refuse_partial(problem, data_dir, missing)
+    missing = problem.missing_data(data_dir)  # first: a problem may bind its data dir here
+    expected = problem.data_files(data_dir)
+    if missing and len(missing) < len(expected):
+        _refuse_partial(problem, data_dir, missing, len(expected))
     if missing:
         if not chief:
             raise FileNotFoundError(
@@ -79,7 +80,9 @@ def prepare(
     return RunSetup(strategy, chief, problem, lock, data_dir, output_dir)
 
 
-def _refuse_partial(problem: problem_lib.Problem, data_dir: str, missing: list[str]) -> None:
+def _refuse_partial(
+    problem: problem_lib.Problem, data_dir: str, missing: list[str], total: int
+) -> None:
     """Some of the data is there: regenerating would overwrite the rest, so say what is missing.
 
     Shards left under temporary names by an interrupted datagen are the one
@@ -92,7 +95,6 @@ def _refuse_partial(problem: problem_lib.Problem, data_dir: str, missing: list[s
             data_dir, ", ".join(leftovers[:3]),
         )  # fmt: skip
         return
-    total = len(problem.data_files(data_dir))
     shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
     raise FileNotFoundError(
         f"{data_dir!r} holds part of {problem.name}'s data: {len(missing)} of {total} files "
