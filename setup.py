@@ -15,7 +15,9 @@ setuptools.setup(
     long_description_content_type="text/markdown",
     license="Apache-2.0",
     python_requires=">=3.10",
-    packages=setuptools.find_packages(include=["t2t_lite", "t2t_lite.*", "problems"]),
+    # The problems/ folder installs as t2t_lite.problems: one import name, the project's own.
+    packages=[*setuptools.find_packages(include=["t2t_lite", "t2t_lite.*"]), "t2t_lite.problems"],
+    package_dir={"t2t_lite.problems": "problems"},
     scripts=[
         "bin/t2t-datagen",
         "bin/t2t-train",

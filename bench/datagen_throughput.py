@@ -162,7 +162,7 @@ def main(argv):
     logging.set_verbosity(logging.WARNING)
     import common
 
-    import problems  # noqa: F401  (registers translate_from_files)
+    import t2t_lite.problems  # noqa: F401  (registers translate_from_files)
     from t2t_lite.data import problem
 
     workdir = FLAGS.workdir or tempfile.mkdtemp(prefix="datagen-bench-")

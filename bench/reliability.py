@@ -21,17 +21,36 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.dirname(os.path.abspath(__file__))
 HPARAMS = "batch_size=64,max_length=8,learning_rate_warmup_steps=10"
+PROBLEM = "reliability_identity_small"
+
+
+def register_problem() -> None:
+    """Registers PROBLEM: copy over 4 symbols, lengths 1..6, 400 training examples."""
+    from t2t_lite import registry
+    from t2t_lite.problems import algorithmic
+
+    if PROBLEM not in registry.PROBLEMS:
+
+        class ReliabilityIdentity(algorithmic.AlgorithmicProblem):
+            base = 4
+            train_length = 6
+            test_length = 12
+            splits = {"train": (400, 2), "dev": (40, 1), "test": (20, 1)}
+
+        registry.PROBLEMS.register(PROBLEM)(ReliabilityIdentity)
 
 
 def train_command(data_dir: str, run_dir: str, steps: int, problem: str) -> list[str]:
+    # t2t-train in a fresh process that has registered this probe's problem.
     code = (
         "import sys, runpy; sys.path[:0] = [sys.argv.pop(1), sys.argv.pop(1)]; "
-        "import conftest; sys.argv[0] = 't2t-train'; "
+        "import reliability; reliability.register_problem(); sys.argv[0] = 't2t-train'; "
         f"runpy.run_path({os.path.join(ROOT, 'bin', 't2t-train')!r}, run_name='__main__')"
     )
     return [
-        sys.executable, "-c", code, ROOT, os.path.join(ROOT, "tests"),
+        sys.executable, "-c", code, ROOT, BENCH,
         f"--problem={problem}", "--model=transformer", "--hparams_set=transformer_test",
         f"--hparams={HPARAMS}", f"--data_dir={data_dir}", f"--output_dir={run_dir}",
         f"--train_steps={steps}", "--local_eval_frequency=5", "--eval_steps=2",
@@ -97,8 +116,9 @@ def trial(data_dir: str, run_dir: str, steps: int, delay: float, problem: str) -
     }
 
 
-def probe(kills: int, steps: int, seed: int, problem: str = "test_identity_small") -> dict:
+def probe(kills: int, steps: int, seed: int, problem: str = PROBLEM) -> dict:
     """kills trials at seeded delays on one run dir, then a resume to the end -> figures."""
+    register_problem()  # check_artefacts rebuilds the problem here too
     rng = random.Random(seed)
     root = tempfile.mkdtemp(prefix="t2t-reliability-")
     data_dir, run_dir = os.path.join(root, "data"), os.path.join(root, "run")
@@ -126,8 +146,7 @@ def main() -> None:
     parser.add_argument("--train_steps", type=int, default=60)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
-    import conftest  # noqa: F401 (registers the small test problems)
+    sys.path[:0] = [ROOT]
 
     start = time.time()
     figures = probe(args.kills, args.train_steps, args.seed)

@@ -1,6 +1,6 @@
 """Concrete problems; importing this registers them."""
 
-from problems import (
+from t2t_lite.problems import (
     algorithmic,  # noqa: F401
     babi,  # noqa: F401
     learning_to_execute,  # noqa: F401

@@ -21,9 +21,9 @@ from collections.abc import Iterator
 import numpy as np
 import tensorflow as tf
 
-from problems import babi_format, babi_generator
 from t2t_lite import files, sequences
 from t2t_lite.data import problem
+from t2t_lite.problems import babi_format, babi_generator
 
 VOCAB_HEAD = (sequences.PAD_TOKEN, sequences.EOS_TOKEN, sequences.FACT_END_TOKEN)
 # As MemN2N: a story's most recent statements (older ones are dropped).

@@ -26,9 +26,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from problems import lte_programs
 from t2t_lite import sequences
 from t2t_lite.data import graph_tokenizer, problem
+from t2t_lite.problems import lte_programs
 
 NUM_RESERVED_IDS = 2  # PAD, EOS
 # Every character the grammar writes; id = 2 + index.

@@ -5,17 +5,14 @@ from collections.abc import Callable
 
 from absl import logging
 
-from t2t_lite.data import tfrecord
-from t2t_lite.training import trainer
 
-# Errors caused by flags, files or data: reported in one line, no traceback.
-USER_ERRORS = (
-    ValueError,
-    KeyError,
-    FileNotFoundError,
-    tfrecord.CorruptRecordError,
-    trainer.NonFiniteLossError,
-)
+class UserError(RuntimeError):
+    """A failure the user can act on that is not a bad value (e.g. training diverged)."""
+
+
+# Errors caused by flags, files, data or settings: reported in one line, no
+# traceback. Corrupt records are ValueErrors; a diverged run is a UserError.
+USER_ERRORS = (ValueError, KeyError, FileNotFoundError, UserError)
 
 
 def run(program: str, fn: Callable[[], None]) -> None:

@@ -8,6 +8,9 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+# Imported for their registrations: the built-in models, hparams sets and problems.
+import t2t_lite.models
+import t2t_lite.problems  # noqa: F401
 from t2t_lite import files, registry, sequences
 from t2t_lite import hparams as hparams_lib
 from t2t_lite.data import problem as problem_lib

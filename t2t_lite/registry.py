@@ -1,6 +1,12 @@
-"""Name -> object registries for models, hparams sets and problems."""
+"""Name -> object registries for models, hparams sets and problems.
 
-import importlib
+The registries are filled by the packages that define the entries: importing
+`t2t_lite.models` registers the models and hparams sets, importing
+`t2t_lite.problems` the problems. The layers that look names up
+(`experiment.py`, the binaries) import those packages; this module imports
+nothing above it.
+"""
+
 import re
 from collections.abc import Callable
 from typing import Generic, TypeVar
@@ -32,7 +38,6 @@ class Registry(Generic[T]):
 
     def get(self, name: str) -> T:
         """The object registered as `name`; an unknown name lists the known ones."""
-        load_builtins()
         if name not in self._items:
             known = ", ".join(sorted(self._items)) or "(none)"
             raise KeyError(f"unknown {self.kind} {name!r}; known {self.kind}s: {known}")
@@ -40,23 +45,12 @@ class Registry(Generic[T]):
 
     def names(self) -> list[str]:
         """All registered names, sorted."""
-        load_builtins()
         return sorted(self._items)
 
     def __contains__(self, name: str) -> bool:
-        load_builtins()
         return name in self._items
 
 
 MODELS: Registry = Registry("model")
 HPARAMS: Registry = Registry("hparams set")
 PROBLEMS: Registry = Registry("problem")
-
-# Modules whose import registers the built-in models, hparams sets and problems.
-_BUILTIN_MODULES = ("t2t_lite.models", "problems")
-
-
-def load_builtins() -> None:
-    """Imports the modules that register the built-in entries (idempotent)."""
-    for module in _BUILTIN_MODULES:
-        importlib.import_module(module)

@@ -8,8 +8,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import pytest
 
-from problems import algorithmic
 from t2t_lite.data import problem
+from t2t_lite.problems import algorithmic
 
 
 @problem.register("test_identity_small")

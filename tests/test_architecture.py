@@ -1,20 +1,47 @@
-"""Imports run from higher levels to lower ones only (docs/architecture.md)."""
+"""Imports run from higher levels to lower ones only (docs/architecture.md).
+
+Every Python file of the package (t2t_lite/, and problems/, installed as
+t2t_lite.problems), of bench/ and of bin/ is read; `import`, `from ... import`
+and `importlib.import_module("...")` with a literal name all count.
+"""
 
 import ast
 import pathlib
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent / "t2t_lite"
+REPO = pathlib.Path(__file__).resolve().parent.parent
 # Bottom to top; a module may import its own level or any level below.
 LEVELS = [
-    ("registry", "hparams", "sequences", "files", "config_flags", "run_lock", "seed_stats"),
+    ("registry", "hparams", "sequences", "files", "config_flags", "run_lock", "cli"),
     ("layers",),
     ("models",),
     ("data",),
+    ("problems",),
     ("experiment", "checkpoints", "run_dir"),
     ("decoding",),
     ("training",),
-    ("export", "visualization", "comparison", "babi_report", "cli"),
+    ("export", "visualization", "reproduction"),
 ]
+# Programs above the package: they may import any of it, and nothing of the tests.
+PROGRAM_LEVEL = len(LEVELS)
+
+
+def package_files() -> dict[str, pathlib.Path]:
+    """Module name -> file, for t2t_lite/ and problems/ (as t2t_lite.problems)."""
+    found = {}
+    for folder, prefix in (
+        (REPO / "t2t_lite", ("t2t_lite",)),
+        (REPO / "problems", ("t2t_lite", "problems")),
+    ):
+        for path in sorted(folder.rglob("*.py")):
+            parts = prefix + path.relative_to(folder).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join(parts)] = path
+    return found
+
+
+def program_files() -> list[pathlib.Path]:
+    return sorted((REPO / "bench").glob("*.py")) + sorted((REPO / "bin").glob("t2t-*"))
 
 
 def level_of(module: str) -> int:
@@ -27,33 +54,69 @@ def level_of(module: str) -> int:
 
 
 def imports(path: pathlib.Path) -> list[str]:
-    """The t2t_lite modules a file imports (for `from t2t_lite.x import y`: x.y or x)."""
+    """Every module a file imports (for `from x import y`: x.y when y is a t2t_lite module)."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            found += [a.name for a in node.names if a.name.startswith("t2t_lite.")]
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("t2t_lite"):
-            base = node.module
-            found += [base if base != "t2t_lite" else f"t2t_lite.{a.name}" for a in node.names]
+            found += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "t2t_lite":
+                found += [f"t2t_lite.{a.name}" for a in node.names]
+            else:
+                found.append(node.module)
+        elif (
+            isinstance(node, ast.Call)
+            and _name(node.func) in ("import_module", "__import__")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            found.append(str(node.args[0].value))
     return found
+
+
+def _name(func: ast.expr) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
 def test_every_import_goes_to_the_same_level_or_below():
     violations = []
-    for path in sorted(ROOT.rglob("*.py")):
-        relative = path.relative_to(ROOT.parent).with_suffix("")
-        module = ".".join(relative.parts)
-        if relative.name == "__init__" and len(relative.parts) <= 2:
-            continue  # package markers
-        own = level_of(module)
+    for module, path in package_files().items():
+        if module == "t2t_lite":
+            continue  # the package marker
+        own = level_of(module) if module != "t2t_lite.problems" else LEVELS.index(("problems",))
         for target in imports(path):
-            if level_of(target) > own:
+            if (
+                target.split(".")[0] in ("tests", "conftest", "bench")
+                or target.startswith("t2t_lite.")
+                and level_of(target) > own
+            ):
                 violations.append(f"{module} imports {target}")
     assert not violations, violations
 
 
+def test_programs_do_not_import_the_tests():
+    violations = [
+        f"{path.relative_to(REPO)} imports {target}"
+        for path in program_files()
+        for target in imports(path)
+        if target.split(".")[0] in ("tests", "conftest")
+    ]
+    assert not violations, violations
+
+
 def test_the_levels_cover_every_module():
-    for path in ROOT.rglob("*.py"):
-        parts = path.relative_to(ROOT).with_suffix("").parts
-        if parts != ("__init__",):
-            level_of("t2t_lite." + ".".join(parts))
+    for module in package_files():
+        if module != "t2t_lite":
+            level_of(module)
+
+
+def test_a_planted_upward_import_is_seen(tmp_path):
+    # The checker itself: an importlib call and a from-import both count.
+    path = tmp_path / "planted.py"
+    path.write_text(
+        "import importlib\nfrom t2t_lite import training\n"
+        "importlib.import_module('t2t_lite.export.serving')\n"
+    )
+    found = imports(path)
+    assert "t2t_lite.training" in found and "t2t_lite.export.serving" in found
+    assert level_of("t2t_lite.export.serving") > level_of("t2t_lite.registry")

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from problems import babi, babi_format, babi_generator
 from t2t_lite import sequences
 from t2t_lite.data import tfrecord
 from t2t_lite.layers import embedding, facts
+from t2t_lite.problems import babi, babi_format, babi_generator
 
 SAMPLE = """1 Mary moved to the bathroom.
 2 John went to the hallway.
@@ -218,7 +218,7 @@ def test_fact_structure_pads_rows_with_fewer_facts():
 
 
 def test_table1_rows_from_per_task_metrics():
-    from t2t_lite import babi_report, comparison
+    from t2t_lite.reproduction import babi_report, comparison
 
     def split(seq, ponder=None):
         metrics = {"sequence_accuracy": seq, "accuracy": seq, "loss": 0.1, "examples": 100}

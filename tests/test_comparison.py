@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from t2t_lite import comparison, seed_stats
+from t2t_lite.reproduction import comparison, seed_stats
 
 
 def results(char, seq, dev_seq, ponder=None):

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import problems  # noqa: F401  (registers the problems)
-from problems import learning_to_execute as lte
-from problems import lte_programs
+import t2t_lite.problems  # noqa: F401  (registers the problems)
 from t2t_lite.data import problem, tfrecord
+from t2t_lite.problems import learning_to_execute as lte
+from t2t_lite.problems import lte_programs
 
 NAMES = ["lte_copy", "lte_double", "lte_reverse", "lte_program", "lte_control", "lte_addition"]
 

@@ -9,9 +9,9 @@ trained ones. Teacher-forced test character accuracy decides.
 
 import pytest
 
-from problems import algorithmic
 from t2t_lite import experiment
 from t2t_lite.data import problem
+from t2t_lite.problems import algorithmic
 from t2t_lite.training import trainer
 
 STEPS = 600

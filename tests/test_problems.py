@@ -3,9 +3,9 @@ import os
 
 import pytest
 
-from problems import algorithmic
 from t2t_lite import registry, sequences
 from t2t_lite.data import problem, tfrecord
+from t2t_lite.problems import algorithmic
 
 ALGORITHMIC = [n for n in registry.PROBLEMS.names() if n.startswith("algorithmic_")]
 

@@ -8,7 +8,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite import checkpoints, files, run_dir
+from t2t_lite import checkpoints, cli, files, run_dir
 from t2t_lite import experiment as experiment_lib
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
@@ -18,7 +18,7 @@ from t2t_lite.training.config import TrainConfig
 METRICS_FILE = run_dir.METRICS_FILE
 
 
-class NonFiniteLossError(RuntimeError):
+class NonFiniteLossError(cli.UserError):
     """Training produced a NaN or infinite loss or gradient."""
 
 

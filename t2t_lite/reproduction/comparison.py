@@ -13,8 +13,9 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite import experiment, files, seed_stats
+from t2t_lite import experiment, files
 from t2t_lite.data import problem as problem_lib
+from t2t_lite.reproduction import babi_report, seed_stats
 from t2t_lite.run_dir import METRICS_FILE
 from t2t_lite.training import trainer
 from t2t_lite.visualization import curves, plots
@@ -202,6 +203,44 @@ def run(
             row.update(results=results, run_dirs=run_dirs, seeds=seeds)
         rows.append(row)
     return rows
+
+
+# Batches per in-training evaluation of a comparison run (its table reads the
+# final evaluation's figures, which cover each split whole).
+EVAL_STEPS = 20
+
+
+def compare(
+    problems: list[str],
+    models: list[str],
+    data_dir: str,
+    output_dir: str,
+    config: trainer.TrainConfig,
+    seeds: list[str] | None = None,
+    hparams: str = "",
+) -> str:
+    """t2t-compare: trains every model on every problem, writes table.md (+ pictures).
+
+    models: names of ENTRIES; seeds: --seeds texts. bAbI problems get Table 1's
+    form and, per run, ponder maps in <run_dir>/ponder/; the others Table 4-6's
+    form with table.png and curves.png. Returns the table's markdown.
+    """
+    entries = parse_entries(models)
+    seed_list = parse_seeds(seeds or [])
+    babi = babi_problems(problems)
+    config = dataclasses.replace(config, eval_steps=EVAL_STEPS)
+    rows = run(problems, entries, data_dir, output_dir, config, seed_list, hparams)
+    if babi:
+        table = babi_report.markdown_table(rows)
+        for row in rows:
+            for _, run_dir, results in seed_stats.runs(row):
+                ponder_dir = os.path.join(run_dir, "ponder")
+                babi_report.ponder_maps(run_dir, results, data_dir, ponder_dir)
+    else:
+        table = markdown_table(rows)
+        write_plots(rows, output_dir)
+    files.write_atomically(os.path.join(output_dir, "table.md"), table + "\n")
+    return table
 
 
 def _finished(run_dir: str, train_steps: int) -> dict | None:

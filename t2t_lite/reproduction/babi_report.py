@@ -14,8 +14,9 @@ import re
 
 import numpy as np
 
-from t2t_lite import files, run_dir, seed_stats, sequences
+from t2t_lite import files, run_dir, sequences
 from t2t_lite.data import tfrecord
+from t2t_lite.reproduction import seed_stats
 from t2t_lite.visualization import inspection, plots
 
 # UT paper, Table 1, 10k training examples: (average error %, failed tasks of 20).

@@ -1,0 +1,1 @@
+"""Reproducing the papers: comparison runs and tables beside the published ones."""
