@@ -5,8 +5,18 @@ A field's default, its help (metadata "help") and its choices (metadata
 """
 
 import dataclasses
+import types
 
 from absl import flags
+
+
+def _kind(field: dataclasses.Field):
+    """A field's type, without an "| None" (such flags default to None: unset)."""
+    kind = field.type
+    if isinstance(kind, types.UnionType):
+        kinds = [k for k in kind.__args__ if k is not type(None)]
+        kind = kinds[0] if len(kinds) == 1 else kind
+    return kind if isinstance(kind, type) else str(kind)
 
 
 def define(config_class, flag_values: flags.FlagValues = flags.FLAGS) -> None:
@@ -14,7 +24,7 @@ def define(config_class, flag_values: flags.FlagValues = flags.FLAGS) -> None:
     for field in dataclasses.fields(config_class):
         help_text = field.metadata.get("help", field.name)
         choices = field.metadata.get("choices")
-        kind = field.type if isinstance(field.type, type) else str(field.type)
+        kind = _kind(field)
         args = (field.name, field.default, help_text)
         if choices:
             flags.DEFINE_enum(field.name, field.default, list(choices), help_text, flag_values)

@@ -1,5 +1,6 @@
 """What t2t-decode does: load a trained run, decode files, stdin or an eval split."""
 
+import json
 import sys
 from collections.abc import Iterable
 from typing import TextIO
@@ -9,12 +10,13 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite import files, sequences
+from t2t_lite import files, run_dir, sequences
 from t2t_lite import hparams as hparams_lib
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
-from t2t_lite.decoding import bleu
+from t2t_lite.decoding import bleu, lm_eval
 from t2t_lite.decoding import decoder as decoder_lib
+from t2t_lite.decoding.options import DecodeOptions
 
 
 def make_decoder(
@@ -160,3 +162,43 @@ def file_bleu(output_path: str, reference_path: str) -> float:
             f"{reference_path} has {len(references)}"
         )
     return bleu.corpus_bleu(hypotheses, references)
+
+
+def run(options: DecodeOptions, stdin=None, stdout: TextIO = sys.stdout) -> None:
+    """t2t-decode: one of its four modes (language-model scoring, stdin, a file, a split).
+
+    Prints the mode's figures (a JSON line, BLEU, or split metrics) to stdout;
+    a file's lines that could not be decoded raise one error naming them after
+    every other line was written.
+    """
+    problem, model, path = run_dir.open_run(options.output_dir, options.checkpoint_path)
+    logging.info("Decoding with %s.", path)
+    if options.lm_eval:
+        if not options.decode_from_file:
+            raise ValueError("--lm_eval needs --decode_from_file")
+        metrics = lm_eval.evaluate_file(
+            options.lm_eval, model, problem, options.decode_from_file, options.decode_to_file
+        )
+        print(json.dumps({"lm_eval": options.lm_eval, **metrics}), file=stdout)
+        return
+    decoder = make_decoder(model, options.decode_hparams, options.xla_compile)
+    if options.decode_interactive:
+        decode_interactive(decoder, problem, stdin or sys.stdin.buffer, stdout)
+    elif options.decode_from_file:
+        output = options.decode_to_file or options.decode_from_file + ".decoded"
+        errors = decode_file(decoder, problem, options.decode_from_file, output)
+        if options.decode_reference:
+            score = file_bleu(output, options.decode_reference)
+            print(f"BLEU = {score:.2f}", file=stdout)
+        if errors:
+            raise ValueError(
+                f"{len(errors)} line(s) could not be decoded (empty outputs written "
+                f"for them in {output}): " + "; ".join(errors)
+            )
+    elif options.data_dir:
+        split = options.eval_split or problem.eval_split
+        metrics = decode_split(decoder, problem, options.data_dir, split, options.max_examples)
+        text = (f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in metrics.items())
+        print(" ".join(text), file=stdout)
+    else:
+        raise ValueError("give --decode_from_file, --decode_interactive or --data_dir")
