@@ -16,8 +16,6 @@ import numpy as np
 from t2t_lite import sequences
 from t2t_lite.data import graph_tokenizer, problem
 
-NUM_RESERVED_IDS = 2  # PAD, EOS
-
 
 class AlgorithmicProblem(problem.Problem):
     """Random symbol sequences of lengths 1..train_length (test: 1..test_length)."""
@@ -36,7 +34,7 @@ class AlgorithmicProblem(problem.Problem):
 
     @property
     def vocab_size(self) -> int:
-        return self.base + NUM_RESERVED_IDS
+        return self.base + sequences.NUM_RESERVED_IDS
 
     def split_length(self, split: str) -> int:
         """The longest input (without EOS) generated for `split`."""
@@ -54,7 +52,7 @@ class AlgorithmicProblem(problem.Problem):
         for _ in range(num_examples):
             length = int(rng.integers(1, max_len + 1))
             symbols = rng.integers(0, self.base, size=length)
-            inputs = (symbols + NUM_RESERVED_IDS).tolist()
+            inputs = (symbols + sequences.NUM_RESERVED_IDS).tolist()
             yield {"inputs": inputs, "targets": self.target(inputs)}
 
     def target(self, inputs: list[int]) -> list[int]:
@@ -67,7 +65,7 @@ class AlgorithmicProblem(problem.Problem):
 
     def encode_text(self, text: str) -> list[int]:
         """Space-separated symbols, e.g. "3 1 4" -> ids."""
-        table = {symbol: i + NUM_RESERVED_IDS for i, symbol in enumerate(self.symbols())}
+        table = {symbol: i + sequences.NUM_RESERVED_IDS for i, symbol in enumerate(self.symbols())}
         unknown = [token for token in text.split() if token not in table]
         if unknown:
             raise ValueError(
@@ -78,17 +76,11 @@ class AlgorithmicProblem(problem.Problem):
 
     def graph_tokenizer(self, data_dir: str) -> graph_tokenizer.GraphTokenizer:
         del data_dir  # the symbols are fixed
-        return graph_tokenizer.SymbolTokenizer(self.symbols(), NUM_RESERVED_IDS)
+        return graph_tokenizer.SymbolTokenizer(self.symbols(), sequences.NUM_RESERVED_IDS)
 
     def decode_text(self, ids: list[int]) -> str:
         symbols = self.symbols()
-        words = []
-        for i in ids:
-            if i == sequences.EOS_ID:
-                break
-            if i >= NUM_RESERVED_IDS:
-                words.append(symbols[i - NUM_RESERVED_IDS])
-        return " ".join(words)
+        return " ".join(symbols[i - sequences.NUM_RESERVED_IDS] for i in sequences.until_eos(ids))
 
 
 class ReverseProblem(AlgorithmicProblem):
@@ -119,7 +111,7 @@ class AdditionProblem(AlgorithmicProblem):
 
     @property
     def separator_id(self) -> int:
-        return self.base + NUM_RESERVED_IDS
+        return self.base + sequences.NUM_RESERVED_IDS
 
     def symbols(self) -> list[str]:
         """The digits, then "+" for the separator: "3 1 + 4" is 13 + 4 little-endian."""
@@ -127,7 +119,7 @@ class AdditionProblem(AlgorithmicProblem):
 
     @property
     def vocab_size(self) -> int:
-        return self.base + NUM_RESERVED_IDS + 1
+        return self.base + sequences.NUM_RESERVED_IDS + 1
 
     def random_number(self, num_digits: int, rng: np.random.Generator) -> list[int]:
         """Little-endian digits with a non-zero most significant digit (unless 1 digit)."""
@@ -146,7 +138,7 @@ class AdditionProblem(AlgorithmicProblem):
             len2 = int(rng.integers(1, max_len - len1))
             n1, n2 = self.random_number(len1, rng), self.random_number(len2, rng)
             total = to_digits(from_digits(n1, self.base) + from_digits(n2, self.base), self.base)
-            shift = NUM_RESERVED_IDS
+            shift = sequences.NUM_RESERVED_IDS
             yield {
                 "inputs": [d + shift for d in n1] + [self.separator_id] + [d + shift for d in n2],
                 "targets": [d + shift for d in total],

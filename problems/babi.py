@@ -148,8 +148,7 @@ class BabiProblem(problem.Problem):
 
     def decode_text(self, ids: list[int]) -> str:
         tokens = self._tokens()
-        out = [tokens[i] for i in ids if sequences.PAD_ID != i and 0 <= i < len(tokens)]
-        return " ".join(out)
+        return " ".join(tokens[i] for i in sequences.until_eos(ids) if i < len(tokens))
 
 
 def _sentences(text: str) -> list[str]:

@@ -30,10 +30,9 @@ from t2t_lite import sequences
 from t2t_lite.data import graph_tokenizer, problem
 from t2t_lite.problems import lte_programs
 
-NUM_RESERVED_IDS = 2  # PAD, EOS
 # Every character the grammar writes; id = 2 + index.
 CHARACTERS = "0123456789abcdefghijklmnopqrstuvwxyz()+-*=<>:;# "
-CHARACTER_IDS = {c: i + NUM_RESERVED_IDS for i, c in enumerate(CHARACTERS)}
+CHARACTER_IDS = {c: i + sequences.NUM_RESERVED_IDS for i, c in enumerate(CHARACTERS)}
 SPLIT_KINDS = {"train": 0, "dev": 1, "test": 2}
 MEMORIZATION_LENGTH = 55
 
@@ -42,7 +41,7 @@ class LearningToExecute(problem.Problem):
     """Characters in, characters out; subclasses draw one example's texts."""
 
     splits = {"train": (100_000, 10), "dev": (1_000, 1), "test": (1_000, 1)}
-    vocab_size = NUM_RESERVED_IDS + len(CHARACTERS)
+    vocab_size = sequences.NUM_RESERVED_IDS + len(CHARACTERS)
 
     @abc.abstractmethod
     def draw(self, rng: np.random.Generator) -> tuple[str, str]:
@@ -81,17 +80,14 @@ class LearningToExecute(problem.Problem):
         return [CHARACTER_IDS[c] for c in text]
 
     def decode_text(self, ids: list[int]) -> str:
-        chars = []
-        for i in ids:
-            if i == sequences.EOS_ID:
-                break
-            if NUM_RESERVED_IDS <= i < self.vocab_size:
-                chars.append(CHARACTERS[i - NUM_RESERVED_IDS])
-        return "".join(chars)
+        symbols = sequences.until_eos(ids)
+        return "".join(
+            CHARACTERS[i - sequences.NUM_RESERVED_IDS] for i in symbols if i < self.vocab_size
+        )
 
     def graph_tokenizer(self, data_dir: str) -> graph_tokenizer.GraphTokenizer:
         del data_dir  # the characters are fixed
-        return graph_tokenizer.CharacterTokenizer(CHARACTERS, NUM_RESERVED_IDS)
+        return graph_tokenizer.CharacterTokenizer(CHARACTERS, sequences.NUM_RESERVED_IDS)
 
 
 class Memorization(LearningToExecute):

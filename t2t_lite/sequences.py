@@ -5,10 +5,13 @@ them. Every stored sequence is its symbols then one EOS; batches pad with PAD
 after it. Ids above EOS are symbols.
 """
 
+import tensorflow as tf
 from absl import logging
 
 PAD_ID = 0
 EOS_ID = 1
+# PAD and EOS: a problem's own symbols start at this id (bAbI reserves FACT_END_ID too).
+NUM_RESERVED_IDS = 2
 # Fact-encoded inputs (input_encoding "facts", bAbI): every fact, the
 # question included, ends with this id; the words between are one fact.
 FACT_END_ID = 2
@@ -47,6 +50,13 @@ def until_eos(ids) -> list[int]:
             break
         out.append(int(i))
     return out
+
+
+def symbol_lengths(ids: tf.Tensor) -> tf.Tensor:
+    """ids [..., T] (padded or decoded rows) -> [...] int32: the symbols before the
+    first EOS or PAD, i.e. len(until_eos(row)), computed in the graph."""
+    in_row = tf.math.cumprod(tf.cast(ids > EOS_ID, tf.int32), axis=-1)  # [..., T]
+    return tf.reduce_sum(in_row, axis=-1)
 
 
 def truncate(ids: list[int], limit: int, where: str) -> list[int]:

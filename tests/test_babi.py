@@ -175,9 +175,12 @@ def test_problem_reads_the_users_files(tmp_path):
     )
     counts = prob.generate_data(data_dir)
     assert counts == {"train": 3, "dev": 6, "dev_qa1": 3, "dev_qa2": 3}
-    assert prob.decode_text([prob.tokens.index("milk"), prob.tokens.index("football")]) == (
-        "milk football"
-    )
+    milk, football = prob.tokens.index("milk"), prob.tokens.index("football")
+    assert prob.decode_text([milk, football]) == "milk football"
+    # A decoded answer ends at its EOS, as every problem's decode_text does (problem.py).
+    eos, pad = sequences.EOS_ID, sequences.PAD_ID
+    assert prob.decode_text([milk, eos, football, pad]) == "milk"
+    assert prob.decode_text([football, pad, pad]) == "football"
 
 
 def test_fact_encoding_is_a_masked_sum_of_word_embeddings():

@@ -79,7 +79,7 @@ def test_binary_decodes_a_file_in_order_and_reports_bad_lines(copy_run, tmp_path
     # (batch_size does not change a decode); bad and empty lines give "".
     prob, model, _ = run_dir_lib.open_run(run_dir)
     good = ["3 1 2", "0", "1 1 2 3 0 2", "3 3"]
-    inputs, _ = runner.encode_lines(prob, good, 256, "test")
+    inputs, _ = runner.encode_lines(prob, good, "test")
     decoded = [prob.decode_text(h[0][0]) for h in runner.make_decoder(model, "").decode_ids(inputs)]
     expected = [decoded[0], decoded[1], "", decoded[2], "", decoded[3]]
     assert target.read_text().split("\n")[:-1] == expected
@@ -117,10 +117,11 @@ def test_long_inputs_are_truncated_with_a_warning(copy_run, caplog):
     _, run_dir = copy_run
     prob, model, _ = run_dir_lib.open_run(run_dir)
     decoder = runner.make_decoder(model, "max_input_length=4")
-    inputs, errors = runner.encode_lines(prob, ["1 2 3 0 1 2"], 4, "f.txt")
-    assert inputs == [[3, 4, 5, 2]] and not errors
+    inputs, errors = runner.encode_lines(prob, ["1 2 3 0 1 2"], "f.txt")
+    assert inputs == [[3, 4, 5, 2, 3, 4]] and not errors
+    # The Decoder truncates, whoever calls it, and names the line.
+    assert decoder.decode_ids(inputs, "f.txt") == decoder.decode_ids([[3, 4, 5, 2]])
     assert "f.txt:1: 6 symbols, longer than max_input_length=4; truncated" in caplog.text
-    assert decoder.decode_ids(inputs) == decoder.decode_ids([[3, 4, 5, 2]])
 
 
 def test_missing_checkpoint_and_bad_decode_hparams_are_clear(copy_run, tmp_path):

@@ -83,7 +83,7 @@ def in_process(copy_run):
     decoder = runner.make_decoder(model, EXPORT_HPARAMS)
 
     def decode(lines: list[str]) -> list[tuple[str, float]]:
-        inputs, errors = runner.encode_lines(prob, lines, 8, "test")
+        inputs, errors = runner.encode_lines(prob, lines, "test")
         assert not errors
         return [(prob.decode_text(hyps[0][0]), hyps[0][1]) for hyps in decoder.decode_ids(inputs)]
 

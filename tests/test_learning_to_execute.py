@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 import t2t_lite.problems  # noqa: F401  (registers the problems)
+from t2t_lite import sequences
 from t2t_lite.data import problem, tfrecord
 from t2t_lite.problems import learning_to_execute as lte
 from t2t_lite.problems import lte_programs
@@ -105,7 +106,7 @@ def test_ids_are_in_the_vocabulary_and_the_text_round_trips(name):
     for ex in p.generate_examples("dev", np.random.default_rng(1)):
         for key in ("inputs", "targets"):
             ids = ex[key]
-            assert ids and all(lte.NUM_RESERVED_IDS <= i < p.vocab_size for i in ids)
+            assert ids and all(sequences.NUM_RESERVED_IDS <= i < p.vocab_size for i in ids)
             assert len(ids) < p.max_length("dev")
             assert p.encode_text(p.decode_text(ids)) == ids
 

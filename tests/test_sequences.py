@@ -1,5 +1,6 @@
 """Sequence conventions and the one line reader."""
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -41,3 +42,12 @@ def test_read_lines_through_gfile_strict_and_lenient():
         files.read_lines("ram://lines/none.txt")
     with pytest.raises(ValueError, match="a directory"):
         files.read_lines("ram://lines")
+
+
+def test_symbol_lengths_are_until_eos_in_the_graph():
+    rows = [[3, 4, 1, 0], [1, 0, 0, 0], [3, 0, 4, 1], [5, 6, 7, 8]]
+    assert sequences.symbol_lengths(tf.constant(rows)).numpy().tolist() == [2, 0, 1, 4]
+    rng = np.random.default_rng(0)
+    batch = rng.integers(0, 6, size=(50, 9))  # PAD and EOS anywhere, as in decoded rows
+    lengths = sequences.symbol_lengths(tf.constant(batch)).numpy()
+    assert lengths.tolist() == [len(sequences.until_eos(row)) for row in batch]

@@ -96,6 +96,23 @@ class Problem(abc.ABC):
         """The data files that do not exist (all of them for a new data dir)."""
         return [path for path in self.data_files(data_dir) if not tf.io.gfile.exists(path)]
 
+    def split_files(self, data_dir: str, split: str) -> list[str]:
+        """The shard paths of `split`, every one existing; else the one missing-data error.
+
+        Every reader of a split (training, evaluation, t2t-decode, reports)
+        comes through here, so a missing file is reported the same way.
+        """
+        paths = self.filepaths(data_dir, split)
+        missing = [p for p in paths if not tf.io.gfile.exists(p)]
+        if missing:
+            found = tf.io.gfile.glob(os.path.join(data_dir, f"{self.name}-*"))
+            raise FileNotFoundError(
+                f"missing data files for problem {self.name!r} split {split!r}: {missing[:3]}"
+                f"{' ...' if len(missing) > 3 else ''}; found {len(found)} file(s) in {data_dir!r}. "
+                f"Run t2t-datagen --problem={self.name} --data_dir={data_dir} first."
+            )
+        return paths
+
     def has_data(self, data_dir: str) -> bool:
         """True when every data file exists."""
         return not self.missing_data(data_dir)
@@ -138,15 +155,7 @@ class Problem(abc.ABC):
         read once, in order, with nothing dropped. `batch_size` is a token
         budget per replica.
         """
-        paths = self.filepaths(data_dir, split)
-        missing = [p for p in paths if not tf.io.gfile.exists(p)]
-        if missing:
-            found = sorted(tf.io.gfile.glob(os.path.join(data_dir, f"{self.name}-*")))
-            raise FileNotFoundError(
-                f"missing data files for problem {self.name!r} split {split!r}: {missing[:3]}"
-                f"{' ...' if len(missing) > 3 else ''}; found {len(found)} file(s) in {data_dir!r}. "
-                "Run t2t-datagen with this --data_dir first."
-            )
+        paths = self.split_files(data_dir, split)
         training = split == TRAIN
         files = tf.data.Dataset.from_tensor_slices(paths)
         if input_context and input_context.num_input_pipelines > 1:

@@ -86,10 +86,7 @@ class Text2TextProblem(problem.Problem):
         return self.tokenizer.encode(text)
 
     def decode_text(self, ids: list[int]) -> str:
-        ids = list(ids)
-        if sequences.EOS_ID in ids:
-            ids = ids[: ids.index(sequences.EOS_ID)]
-        return self.tokenizer.decode([i for i in ids if i != sequences.PAD_ID])
+        return self.tokenizer.decode(sequences.until_eos(ids))
 
     def graph_tokenizer(self, data_dir: str) -> graph_tokenizer.GraphTokenizer:
         if data_dir:

@@ -55,6 +55,20 @@ class DecodeHParams:
     def num_outputs(self) -> int:
         return self.beam_size if self.return_beams else 1
 
+    @property
+    def max_source_positions(self) -> int:
+        """Positions of the longest input the decoder takes: its symbols, then EOS."""
+        return self.max_input_length + 1
+
+    @property
+    def max_output_positions(self) -> int:
+        """Positions of the longest output: input symbols + extra_length, then EOS."""
+        return self.max_input_length + self.extra_length + 1
+
+    def output_positions(self, input_symbols):
+        """Positions of the longest output for an input of `input_symbols` (int or tensor)."""
+        return input_symbols + self.extra_length + 1
+
 
 # Searches over at most this many rows (batch_size x beam_size) are
 # XLA-compiled unless the caller says otherwise (t2t-decode --xla_compile).
@@ -97,7 +111,7 @@ class Decoder:
         """
         hp = self.hp
         batch_size = tf.shape(inputs)[0]
-        symbols = tf.reduce_sum(tf.cast(inputs > sequences.EOS_ID, tf.int32), axis=1)  # [B]
+        symbols = sequences.symbol_lengths(inputs)  # [B]
         prompted = not getattr(self.model, "has_encoder", True)
         prompt_lengths = symbols if prompted else tf.zeros_like(symbols)  # [B]
         prompt_rows = tf.repeat(prompt_lengths, hp.beam_size)  # [B*K]
@@ -106,7 +120,7 @@ class Decoder:
         # (from the padded shape); otherwise it is the batch's own, so the
         # caches are no longer than this batch needs.
         longest = tf.shape(inputs)[1] - 1 if self.xla_compile else tf.reduce_max(symbols)
-        max_length = longest + hp.extra_length + 1
+        max_length = hp.output_positions(longest)
         limits = tf.repeat(symbols + hp.extra_length, hp.beam_size)  # [B*K] beam rows
         encoded, bias = self.model.encode(inputs)
         # Caches that grow with the output (attention and beam reordering cost
@@ -153,13 +167,22 @@ class Decoder:
             ids = drop_prompt(ids, prompt_lengths)
         return ids, scores
 
-    def decode_ids(self, inputs: list[list[int]]) -> list[list[tuple[list[int], float]]]:
+    def fit(self, ids: list[int], where: str) -> list[int]:
+        """An input cut to max_input_length symbols, with a warning naming `where`."""
+        return sequences.truncate(ids, self.hp.max_input_length, where)
+
+    def decode_ids(
+        self, inputs: list[list[int]], source: str = "input", first_line: int = 1
+    ) -> list[list[tuple[list[int], float]]]:
         """Inputs without EOS -> per input, its hypotheses (ids up to EOS, score), best first.
 
-        Inputs are sorted by length and batched; outputs come back in input order.
+        Inputs longer than max_input_length are truncated (`fit`; the warning
+        names f"{source}:{line}", lines counted from first_line). They are
+        sorted by length and batched; outputs come back in input order.
         An empty input gives [([], 0.0)] without running the model, except
         for a decoder-only model, which continues an empty prompt.
         """
+        inputs = [self.fit(ids, f"{source}:{n}") for n, ids in enumerate(inputs, first_line)]
         results: list = [None] * len(inputs)
         # A language model continues an empty prompt; a translation of nothing is nothing.
         decode_empty = not getattr(self.model, "has_encoder", True)

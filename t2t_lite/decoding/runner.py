@@ -28,9 +28,12 @@ def make_decoder(
 
 
 def encode_lines(
-    problem: problem_lib.Problem, lines: list[str], limit: int, source: str, first_line: int = 1
+    problem: problem_lib.Problem, lines: list[str], source: str, first_line: int = 1
 ) -> tuple[list[list[int]], list[str]]:
-    """Lines -> ids (an unencodable line gives [] and an error naming it), errors."""
+    """Lines -> ids (an unencodable line gives [] and an error naming it), errors.
+
+    Long lines stay whole: the Decoder truncates to its max_input_length.
+    """
     inputs, errors = [], []
     for number, line in enumerate(lines, start=first_line):
         try:
@@ -38,7 +41,7 @@ def encode_lines(
         except ValueError as err:
             errors.append(f"{source}:{number}: {err}")
             ids = []
-        inputs.append(sequences.truncate(ids, limit, f"{source}:{number}"))
+        inputs.append(ids)
     return inputs, errors
 
 
@@ -77,9 +80,9 @@ def decode_file(
         raise ValueError(f"--decode_to_file {output_path!r} is a directory; name a file")
     errors: list[str] = []
     lines = files.read_lines(input_path, errors)
-    inputs, encode_errors = encode_lines(problem, lines, decoder.hp.max_input_length, input_path)
+    inputs, encode_errors = encode_lines(problem, lines, input_path)
     errors += encode_errors
-    outputs = decoder.decode_ids(inputs)
+    outputs = decoder.decode_ids(inputs, input_path)
     text = "".join(format_hypotheses(problem, hyps, decoder.hp) + "\n" for hyps in outputs)
     files.write_atomically(output_path, text)
     logging.info("Decoded %d lines of %s into %s.", len(lines), input_path, output_path)
@@ -104,13 +107,11 @@ def decode_interactive(
             except UnicodeDecodeError:
                 print(f"error: <stdin>:{number}: not valid UTF-8", file=stdout, flush=True)
                 continue
-        inputs, errors = encode_lines(
-            problem, [line.rstrip("\r\n")], decoder.hp.max_input_length, "<stdin>", number
-        )
+        inputs, errors = encode_lines(problem, [line.rstrip("\r\n")], "<stdin>", number)
         if errors:
             print(f"error: {errors[0]}", file=stdout, flush=True)
             continue
-        hypotheses = decoder.decode_ids(inputs)[0]
+        hypotheses = decoder.decode_ids(inputs, "<stdin>", number)[0]
         print(format_hypotheses(problem, hypotheses, decoder.hp), file=stdout, flush=True)
 
 
@@ -126,10 +127,7 @@ def decode_split(
     char accuracy: target positions (EOS included) where the decoded sequence
     has the target's symbol; sequence accuracy: exact matches.
     """
-    paths = problem.filepaths(data_dir, split)
-    missing = [p for p in paths if not tf.io.gfile.exists(p)]
-    if missing:
-        raise FileNotFoundError(f"{missing[0]} not found: run t2t-datagen for {problem.name}")
+    paths = problem.split_files(data_dir, split)
     examples = tfrecord.read_examples(paths, max_examples)
     inputs = [sequences.strip_eos(e["inputs"]) for e in examples]
     outputs = decoder.decode_ids(inputs)

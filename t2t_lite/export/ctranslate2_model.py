@@ -75,8 +75,8 @@ def translate_options(hp) -> dict:
         "beam_size": hp.beam_size,
         "length_penalty": hp.alpha,
         "min_decoding_length": 0,  # t2t_lite may emit EOS first (an empty output)
-        "max_input_length": hp.max_input_length + 1,  # with EOS
-        "max_decoding_length": hp.max_input_length + hp.extra_length + 1,
+        "max_input_length": hp.max_source_positions,
+        "max_decoding_length": hp.max_output_positions,
     }
 
 

@@ -140,8 +140,8 @@ def _write_saved_model(temporary, model, tokenizer, hp, vocab_size: int, metadat
 
 
 def _write_ctranslate2(temporary, model, tokens: list[str], hp, metadata: dict) -> None:
-    # Room for the longest input plus EOS, and for the longest output plus EOS.
-    max_positions = hp.max_input_length + hp.extra_length + 2
+    # Room for the longest output plus EOS, after CTranslate2's start token.
+    max_positions = hp.max_output_positions + 1
     ctranslate2_model.write(model, tokens, max_positions, temporary)
     metadata = {
         **metadata,

@@ -75,8 +75,7 @@ class ServingModule(tf.Module):
 
     def _serve_ids(self, inputs: tf.Tensor) -> dict[str, tf.Tensor]:
         """inputs [N, S] ids (each row ends at its first PAD or EOS) -> ids [N, T], scores, status."""
-        in_row = tf.math.cumprod(tf.cast(inputs > sequences.EOS_ID, tf.int32), axis=1)  # [N, S]
-        lengths = tf.reduce_sum(in_row, axis=1)  # [N]
+        lengths = sequences.symbol_lengths(inputs)  # [N]
         ids = tf.RaggedTensor.from_tensor(inputs, lengths=lengths)  # [N, (symbols)]
         in_vocab = (inputs >= 0) & (inputs < self._vocab_size)  # [N, S]
         outputs, scores, status = self._decode(ids, tf.reduce_all(in_vocab, axis=1))
@@ -100,9 +99,7 @@ class ServingModule(tf.Module):
         )  # EOS at kept
         hypotheses, scores = self._decoder.search_ids(dense)  # [N, K, T], [N, K]
         best = hypotheses[:, 0]  # [N, T]
-        out_lengths = tf.reduce_sum(
-            tf.math.cumprod(tf.cast(best > sequences.EOS_ID, tf.int32), axis=1), 1
-        )
+        out_lengths = sequences.symbol_lengths(best)  # [N]
         outputs = tf.RaggedTensor.from_tensor(best, lengths=tf.where(accepted, out_lengths, 0))
         status = tf.where(
             ~known, UNKNOWN_TOKEN, tf.where(lengths == 0, EMPTY, tf.where(truncated, TRUNCATED, OK))

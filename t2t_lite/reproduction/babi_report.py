@@ -101,7 +101,7 @@ def ponder_maps(
     files.check_writable_dir(directory, "ponder maps directory")
     written = []
     for task, split in task_splits(results).items():
-        paths = problem.filepaths(data_dir, split)
+        paths = problem.split_files(data_dir, split)
         for number, example in enumerate(tfrecord.read_examples(paths, examples), 1):
             found = inspection.inspect(
                 model,

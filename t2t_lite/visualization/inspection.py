@@ -60,9 +60,9 @@ def token_labels(problem: problem_lib.Problem, ids: list[int]) -> list[str]:
     labels = []
     for i in ids:
         if i == sequences.EOS_ID:
-            labels.append("<EOS>")
+            labels.append(sequences.EOS_TOKEN)
         elif i == sequences.PAD_ID:
-            labels.append("<pad>")
+            labels.append(sequences.PAD_TOKEN)
         elif tokens is not None and i < len(tokens):
             labels.append(tokens[i])
         else:

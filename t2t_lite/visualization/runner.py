@@ -75,7 +75,8 @@ def visualize(
     problem, model, path = run_dir.open_run(output_dir, checkpoint_path)
     files.check_writable_dir(visualize_dir, "--visualize_dir")
     decoder = decoding.make_decoder(model, decode_hparams)
-    inputs, errors = decoding.encode_lines(problem, lines, decoder.hp.max_input_length, source)
+    inputs, errors = decoding.encode_lines(problem, lines, source)
+    inputs = [decoder.fit(ids, f"{source}:{n}") for n, ids in enumerate(inputs, 1)]
     empty = [f"{source}:{n}: empty input" for n, ids in enumerate(inputs, 1) if not ids]
     if errors or empty:
         raise ValueError((errors + empty)[0])
