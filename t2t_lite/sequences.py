@@ -5,6 +5,7 @@ them. Every stored sequence is its symbols then one EOS; batches pad with PAD
 after it. Ids above EOS are symbols.
 """
 
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
@@ -88,6 +89,14 @@ def bucket_lengths(max_length: int) -> list[int]:
         last = round_up(max_length)
         lengths = [n for n in lengths if n < last] + [last]
     return lengths
+
+
+def pad_batch(rows: list[list[int]], length: int) -> np.ndarray:
+    """Host-side batching: [len(rows), length] int32, each row's ids then PAD."""
+    batch = np.full([len(rows), length], PAD_ID, np.int32)
+    for index, ids in enumerate(rows):
+        batch[index, : len(ids)] = ids
+    return batch
 
 
 def doubling_bucket(length: int) -> int:

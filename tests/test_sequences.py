@@ -51,3 +51,9 @@ def test_symbol_lengths_are_until_eos_in_the_graph():
     batch = rng.integers(0, 6, size=(50, 9))  # PAD and EOS anywhere, as in decoded rows
     lengths = sequences.symbol_lengths(tf.constant(batch)).numpy()
     assert lengths.tolist() == [len(sequences.until_eos(row)) for row in batch]
+
+
+def test_pad_batch_pads_each_row_after_its_ids():
+    batch = sequences.pad_batch([[5, 6, 1], [1], []], 4)
+    assert batch.dtype == np.int32
+    assert batch.tolist() == [[5, 6, 1, 0], [1, 0, 0, 0], [0, 0, 0, 0]]

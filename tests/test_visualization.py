@@ -42,9 +42,11 @@ MODELS = {
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_recorded_rows_are_distributions_over_visible_keys(name):
     model = MODELS[name]()
-    with attention.recording() as records:
+    with attention.recording(model) as records:
         model.forward({"inputs": INPUTS, "targets": TARGETS})
-    assert records and not attention._RECORDINGS  # closed after the block
+    recorded = len(records)
+    model.forward({"inputs": INPUTS, "targets": TARGETS})
+    assert records and len(records) == recorded  # nothing recorded after the block
     names = [n for n, _ in records]
     assert set(names) == {"self_attention", "encdec_attention"}
     pad_keys = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], bool)  # [B, S] 1 = real key
@@ -64,6 +66,19 @@ def test_recorded_rows_are_distributions_over_visible_keys(name):
             visible = np.broadcast_to(pad_keys[:, None, None, :], w.shape)
         assert np.all(w[~visible] < 1e-9)  # exactly 0 after the -inf-like bias
         assert np.all(w[visible] > 0)
+
+
+def test_a_recording_sees_only_its_own_model_and_nests():
+    recorded, other = MODELS["transformer"](), MODELS["transformer"]()
+    features = {"inputs": INPUTS, "targets": TARGETS}
+    with attention.recording(recorded) as outer:
+        other.forward(features)
+        assert outer == []  # another model's layers record nothing
+        with attention.recording(recorded) as inner:
+            recorded.forward(features)
+        assert inner and outer == []  # the innermost block gets them
+        recorded.forward(features)
+    assert len(outer) == len(inner)  # the outer recording resumed after the inner one
 
 
 def test_the_ponder_map_is_the_models_ponder_stats():

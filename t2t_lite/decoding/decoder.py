@@ -213,12 +213,9 @@ class Decoder:
             longest = max(len(inputs[i]) for i in indices) + 1  # EOS
             bucket = sequences.doubling_bucket(longest)  # few distinct traced shapes
             # Fixed rows: short batches are filled with empty inputs (EOS only).
-            batch = np.zeros([size, bucket], np.int32)
-            batch[:, 0] = sequences.EOS_ID
-            for row, index in enumerate(indices):
-                ids = inputs[index]
-                batch[row, : len(ids) + 1] = sequences.with_eos(ids)
-            yield indices, batch
+            rows = [sequences.with_eos(inputs[i]) for i in indices]
+            rows += [sequences.with_eos([])] * (size - len(indices))
+            yield indices, sequences.pad_batch(rows, bucket)
 
 
 def drop_prompt(ids: tf.Tensor, lengths: tf.Tensor) -> tf.Tensor:

@@ -50,10 +50,9 @@ def score(
     for start in range(0, len(pairs), batch_size):
         chunk = pairs[start : start + batch_size]
         length = sequences.round_up(max(len(p) + len(t) for p, t in chunk))
-        ids = np.zeros([len(chunk), length], np.int32)
+        ids = sequences.pad_batch([prefix + target for prefix, target in chunk], length)
         weights = np.zeros([len(chunk), length], np.float32)
         for row, (prefix, target) in enumerate(chunk):
-            ids[row, : len(prefix) + len(target)] = prefix + target
             weights[row, len(prefix) : len(prefix) + len(target)] = 1.0
         source = tf.fill([len(chunk), 1], sequences.EOS_ID)  # [B, 1]: no source
         encoded, bias = model.encode(source)

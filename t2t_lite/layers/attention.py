@@ -9,25 +9,32 @@ import tensorflow as tf
 
 from t2t_lite.layers import masks
 
-# Open recordings, innermost last: see `recording`.
-_RECORDINGS: list[list[tuple[str, tf.Tensor]]] = []
-
 
 @contextlib.contextmanager
-def recording() -> Iterator[list[tuple[str, tf.Tensor]]]:
-    """Collects the attention weights every attention layer computes inside the block.
+def recording(model: keras.layers.Layer) -> Iterator[list[tuple[str, tf.Tensor]]]:
+    """Collects the attention weights `model`'s attention layers compute inside the block.
 
     Yields a list that fills with (layer name, float32 weights [B, H, T, S]),
     in call order: a shared UT block appears once per recurrence step. The
     weights are the softmax the layer itself used (before attention dropout).
-    Meant for eager calls; outside the block nothing is recorded or kept.
+    The recorder lives on the model's own layers (no module state): other
+    models record nothing, and after the block this one records nothing
+    either. Meant for eager calls.
     """
     records: list[tuple[str, tf.Tensor]] = []
-    _RECORDINGS.append(records)
+    layers = [
+        layer
+        for layer in model._flatten_layers(include_self=True)  # every nested layer, once
+        if isinstance(layer, MultiHeadAttention)
+    ]
+    previous = [layer.recorder for layer in layers]  # an enclosing recording, if any
+    for layer in layers:
+        layer.recorder = records.append
     try:
         yield records
     finally:
-        _RECORDINGS.remove(records)
+        for layer, recorder in zip(layers, previous, strict=True):
+            layer.recorder = recorder
 
 
 class MultiHeadAttention(keras.layers.Layer):
@@ -45,6 +52,8 @@ class MultiHeadAttention(keras.layers.Layer):
         self.value = keras.layers.Dense(hidden_size, name="v", **dense)
         self.output_projection = keras.layers.Dense(hidden_size, name="output", **dense)
         self.dropout = keras.layers.Dropout(dropout)
+        # Set by `recording` for the length of its block: called with (name, weights).
+        self.recorder = None
 
     def split_heads(self, x: tf.Tensor) -> tf.Tensor:
         """[B, L, C] -> [B, H, L, D]."""
@@ -76,8 +85,8 @@ class MultiHeadAttention(keras.layers.Layer):
         # Softmax in float32: the bias and the normalisation stay exact under
         # mixed precision.
         weights = tf.nn.softmax(tf.cast(logits, tf.float32) + tf.cast(bias, tf.float32))
-        if _RECORDINGS:  # a Python check: traced graphs record nothing unless traced inside
-            _RECORDINGS[-1].append((self.name, weights))
+        if self.recorder is not None:  # a Python check: traced graphs record nothing
+            self.recorder((self.name, weights))
         weights = self.dropout(tf.cast(weights, values.dtype), training=training)
         context = tf.einsum("bhts,bhsd->bhtd", weights, values)  # [B, H, T, D]
         return self.output_projection(self.merge_heads(context))

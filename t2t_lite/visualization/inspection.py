@@ -95,12 +95,12 @@ def inspect(
     targets = tf.constant([sequences.with_eos(output_ids)])  # [1, T]
     with_stats = hasattr(model, "encode_with_stats")
     ponder = {}
-    with attention.recording() as encoder_records:
+    with attention.recording(model) as encoder_records:
         if with_stats:
             encoded, bias, encoder_stats = model.encode_with_stats(inputs)
         else:
             encoded, bias = model.encode(inputs)
-    with attention.recording() as decoder_records:
+    with attention.recording(model) as decoder_records:
         if with_stats:
             _, decoder_stats = model.decode_with_stats(targets, encoded, bias)
         else:
