@@ -54,14 +54,14 @@ def level_of(module: str) -> int:
 
 
 def imports(path: pathlib.Path) -> list[str]:
-    """Every module a file imports (for `from x import y`: x.y when y is a t2t_lite module)."""
+    """Every module a file imports (`from t2t_lite.x import y`: t2t_lite.x.y, y may be a module)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             found += [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if node.module == "t2t_lite":
-                found += [f"t2t_lite.{a.name}" for a in node.names]
+            if node.module.split(".")[0] == "t2t_lite":  # the name may be a module
+                found += [f"{node.module}.{a.name}" for a in node.names]
             else:
                 found.append(node.module)
         elif (
@@ -120,3 +120,33 @@ def test_a_planted_upward_import_is_seen(tmp_path):
     found = imports(path)
     assert "t2t_lite.training" in found and "t2t_lite.export.serving" in found
     assert level_of("t2t_lite.export.serving") > level_of("t2t_lite.registry")
+
+
+def closure(path: pathlib.Path) -> set[str]:
+    """The t2t_lite modules a file loads, directly or through other t2t_lite modules."""
+    known = package_files()
+    seen: set[str] = set()
+    todo = [path]
+    while todo:
+        for target in imports(todo.pop()):
+            parts = target.split(".")
+            # "from t2t_lite.x import name": the module x.name if there is one, else x
+            while parts and ".".join(parts) not in known:
+                parts.pop()
+            module = ".".join(parts)
+            for depth in range(2, len(parts) + 1):  # a module loads its packages too
+                package = ".".join(parts[:depth])
+                if package not in seen and package in known:
+                    seen.add(package)
+                    todo.append(known[package])
+            if module and module not in seen and module in known:
+                seen.add(module)
+                todo.append(known[module])
+    return seen
+
+
+def test_t2t_decode_loads_no_training_code():
+    loaded = closure(REPO / "bin" / "t2t-decode")
+    assert "t2t_lite.decoding.runner" in loaded  # the checker follows the imports
+    assert not [m for m in loaded if m.startswith("t2t_lite.training")], sorted(loaded)
+    assert "t2t_lite.training.trainer" in closure(REPO / "bin" / "t2t-train")  # would be seen

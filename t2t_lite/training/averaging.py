@@ -134,6 +134,8 @@ def run(model_dir: str, num_last: int, explicit: list[str], output_path: str = "
     may not sit beside model_dir's own checkpoints (it would rewrite the
     training run's checkpoint list).
     """
+    if not model_dir and not (explicit and output_path):
+        raise ValueError("give --model_dir, or --checkpoints with --output_path")
     paths = select(model_dir, num_last, explicit)
     output_path = output_path or os.path.join(
         model_dir, run_dir.AVERAGED_DIR, f"{checkpoints.CHECKPOINT_NAME}-{_step(paths[-1])}"
