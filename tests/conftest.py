@@ -1,11 +1,12 @@
 """Shared fixtures: quiet TensorFlow, small registered problems, helpers."""
 
+import atexit
 import os
 import subprocess
-import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import binary_server
 import pytest
 
 from t2t_lite.data import problem
@@ -131,19 +132,14 @@ def reverse_run(tmp_path_factory, train_seed):
     return train_to_plateau(root, "test_reverse_small", train_seed, COPY_STEPS)[1]
 
 
+_BINARIES = binary_server.Client()
+atexit.register(_BINARIES.close)
+
+
 def run_binary(name: str, *args: str) -> subprocess.CompletedProcess:
-    """Runs bin/<name> in a fresh process that knows the tests' problems."""
-    code = (
-        f"import sys, runpy, conftest; sys.argv = [{name!r}] + sys.argv[1:]; "
-        f"runpy.run_path({os.path.join(ROOT, 'bin', name)!r}, run_name='__main__')"
-    )
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    env["PYTHONPATH"] = os.pathsep.join([ROOT, os.path.join(ROOT, "tests")])
-    return subprocess.run(
-        [sys.executable, "-c", code, *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
+    """Runs bin/<name> in its own process that knows the tests' problems.
+
+    The process is forked from a server that has imported TensorFlow once
+    (tests/binary_server.py), so each run skips that import.
+    """
+    return _BINARIES.run(name, *args)

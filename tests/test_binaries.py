@@ -87,3 +87,21 @@ def test_compare_refuses_an_unknown_model_in_one_line(tmp_path):
     assert result.returncode == 1
     assert "t2t-compare: error: --models: unknown ['lstm']" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_test_server_reports_what_python_would():
+    # The tests' programs run in forked children (tests/binary_server.py): an
+    # uncaught exception must still show as a traceback with status 1, and a
+    # program's exit status and streams must come back as they were.
+    from conftest import run_binary as served
+
+    missing = served("t2t-no-such-program")
+    assert missing.returncode == 1 and "Traceback" in missing.stderr
+    usage = served("t2t-datagen", "--random_seed=x")
+    assert usage.returncode == 1 and "random_seed" in usage.stderr
+    # The same answer as a program started the usual way (its own Python).
+    for args in (["--help"], ["--output_dir=/nonexistent/run"]):
+        alone = run_binary("t2t-decode", *args)
+        forked = served("t2t-decode", *args)
+        assert (forked.returncode, forked.stdout) == (alone.returncode, alone.stdout)
+        assert forked.stderr.splitlines()[-1:] == alone.stderr.splitlines()[-1:]
