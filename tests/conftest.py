@@ -60,12 +60,23 @@ def pytest_addoption(parser):
     )
 
 
+# Session fixtures that train: under pytest-xdist (-n 2 --dist loadgroup) the
+# tests that share one run on the same worker, so it is trained once.
+TRAINED_FIXTURES = ("copy_run", "reverse_run")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items):
     # Tests whose assertions depend on a training run (they take the seed,
     # directly or through copy_run) are the ones tests/numerics_check.sh runs.
     for item in items:
-        if "train_seed" in getattr(item, "fixturenames", ()):
+        names = getattr(item, "fixturenames", ())
+        if "train_seed" in names:
             item.add_marker(pytest.mark.trains)
+        for fixture in TRAINED_FIXTURES:
+            if fixture in names:
+                item.add_marker(pytest.mark.xdist_group(fixture))
+                break
 
 
 @pytest.fixture(scope="session")
@@ -97,7 +108,9 @@ COPY_STEPS = 800
 def train_to_plateau(root, problem_name: str, seed: int, eval_every: int) -> tuple[str, str]:
     """A tiny Transformer trained COPY_STEPS steps on problem_name -> (data_dir, run_dir).
 
-    The only learning assertion of the fixtures: dev sequence accuracy >= 0.9.
+    How well it learned is asserted by one test of its own
+    (test_decode.py::test_the_trained_fixtures_plateau), not here: a fixture
+    that fell short fails that test instead of erroring every test that uses it.
     """
     from t2t_lite import experiment
     from t2t_lite.training import trainer
@@ -109,9 +122,12 @@ def train_to_plateau(root, problem_name: str, seed: int, eval_every: int) -> tup
         train_steps=COPY_STEPS, local_eval_frequency=eval_every, random_seed=seed
     )
     results = trainer.train(exp, str(root / "data"), str(root / "run"), config)
-    accuracy = results["dev"]["sequence_accuracy"]
-    assert accuracy >= 0.9, f"{problem_name} fixture did not plateau: dev seq-acc {accuracy}"
+    PLATEAU[problem_name] = results["dev"]["sequence_accuracy"]
     return str(root / "data"), str(root / "run")
+
+
+# Dev sequence accuracy of each trained fixture, by problem name.
+PLATEAU: dict[str, float] = {}
 
 
 @pytest.fixture(scope="session")

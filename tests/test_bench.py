@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
@@ -75,6 +77,7 @@ def test_the_benchmark_prints_its_json_line_with_distinct_words_and_phases(tmp_p
     assert rows[0]["lines"] < rows[1]["lines"]
 
 
+@pytest.mark.slow
 def test_the_decoding_benchmark_runs_against_ctranslate2_through_public_entry_points(tmp_path):
     rows = run_bench(
         tmp_path,
@@ -91,3 +94,34 @@ def test_the_decoding_benchmark_runs_against_ctranslate2_through_public_entry_po
         assert row["output_tokens"] == 7
         for key in ("t2t_decode", "serving"):
             assert row[f"{key}_tokens_per_sec"] > 0 and row[f"{key}_over_ctranslate2"] > 0
+
+
+@pytest.mark.slow
+def test_the_decoding_throughput_benchmark_prints_a_line_per_family_and_search(tmp_path):
+    results = run_bench(
+        tmp_path,
+        "--families=transformer:transformer_test,universal_transformer:universal_transformer_test",
+        "--batch_size=2", "--input_length=4", "--extra_length=2", "--vocab_size=20",
+        "--beam_sizes=1,2", "--repeats=1",
+        script="decode_throughput.py",
+    )  # fmt: skip
+    assert len(results) == 4
+    assert {r["benchmark"] for r in results} == {"decode_throughput"}
+
+
+@pytest.mark.slow
+def test_the_training_throughput_benchmark_prints_its_line(tmp_path):
+    # The PyTorch reference runs only where torch is installed (never a dependency).
+    try:
+        import torch  # noqa: F401
+
+        reference = "--torch_reference=true"
+    except ImportError:
+        reference = "--torch_reference=false"
+    (result,) = run_bench(
+        tmp_path,
+        "--hparams_set=transformer_test", "--batch_size=64", "--length=8", "--vocab_size=50",
+        "--steps=2", "--warmup_steps=1", "--repeats=1", reference,
+        script="train_throughput.py",
+    )  # fmt: skip
+    assert result["benchmark"] == "train_throughput"

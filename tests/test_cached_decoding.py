@@ -39,14 +39,19 @@ MODELS = {
 }
 
 
-def cached_logits(model, max_length=7):
-    """Feeds the shifted targets one position at a time -> [B, T, V]."""
+def cached_logits(model, max_length=7, decode_step=None):
+    """Feeds the shifted targets one position at a time -> [B, T, V].
+
+    decode_step: the model's by default; a tf.function of it runs each step
+    as a graph (what the search's compiled loop runs).
+    """
+    decode_step = decode_step or model.decode_step
     encoded, bias = model.encode(INPUTS)
     cache = model.init_cache(encoded, bias, max_length)
     decoder_inputs = tf.pad(TARGETS, [[0, 0], [1, 0]])  # PAD start symbol
     logits = []
     for index in range(TARGETS.shape[1]):
-        step_logits, cache = model.decode_step(decoder_inputs[:, index], tf.constant(index), cache)
+        step_logits, cache = decode_step(decoder_inputs[:, index], tf.constant(index), cache)
         logits.append(step_logits)
     return tf.stack(logits, axis=1)
 
@@ -59,7 +64,10 @@ def test_cached_logits_equal_teacher_forced_logits(name, max_length):
     full = model.decode(TARGETS, encoded, bias).numpy()
     eager = cached_logits(model, max_length).numpy()
     np.testing.assert_allclose(eager[REAL], full[REAL], atol=1e-5)
-    compiled = tf.function(lambda: cached_logits(model, max_length))().numpy()
+    # One traced step, reused: growing caches change shape per step, and
+    # reduce_retracing lets them share a trace with unknown lengths.
+    step = tf.function(model.decode_step, reduce_retracing=True)
+    compiled = cached_logits(model, max_length, step).numpy()
     np.testing.assert_allclose(compiled[REAL], full[REAL], atol=1e-5)
 
 

@@ -48,12 +48,13 @@ def test_the_vocabulary_sample_is_bounded_seeded_and_spread_over_the_corpus(tmp_
 
 
 def test_batched_encoding_writes_what_line_at_a_time_encoding_gives(tmp_path, monkeypatch):
-    sources = corpus(tmp_path)
+    lines = 200  # three batches of 64 and a partial one
+    sources = corpus(tmp_path, lines)
     from t2t_lite.data import text_problem
 
-    monkeypatch.setattr(text_problem, "ENCODE_BATCH", 64)  # several batches and a partial one
-    prob, data_dir = configured(tmp_path, sample_lines=LINES)
-    assert prob.generate_data(data_dir, seed=3) == {"train": LINES, "dev": 1}
+    monkeypatch.setattr(text_problem, "ENCODE_BATCH", 64)
+    prob, data_dir = configured(tmp_path, sample_lines=lines)
+    assert prob.generate_data(data_dir, seed=3) == {"train": lines, "dev": 1}
     written = tfrecord.read_examples(prob.filepaths(data_dir, "train"))
     expected = {
         tuple(sequences.with_eos(prob.encode_text(s))): tuple(

@@ -18,6 +18,13 @@ from t2t_lite.data import problem, tfrecord
 from t2t_lite.decoding import runner
 
 
+def test_the_trained_fixtures_plateau(copy_run):
+    # The fixture's one learning assertion, with a wide margin (conftest.py).
+    from conftest import PLATEAU
+
+    assert PLATEAU["test_identity_small"] >= 0.9, PLATEAU
+
+
 @pytest.mark.parametrize(
     ("decode_hparams", "xla"),
     [("", False), ("beam_size=3,alpha=0.6", False), ("", True), ("beam_size=3,alpha=0.6", True)],

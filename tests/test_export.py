@@ -229,6 +229,7 @@ def test_the_export_records_its_search_and_never_overwrites(exported, copy_run, 
     assert os.listdir(export_dir) == ["1"]  # nothing half-written is left
 
 
+@pytest.mark.slow
 def test_an_averaged_checkpoint_decodes_and_exports_through_the_binaries(copy_run, tmp_path):
     data_dir, run_dir = copy_run
     averaged = run_binary(

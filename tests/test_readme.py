@@ -22,6 +22,9 @@ def test_quickstart_has_exactly_two_commands():
     assert "pytest" in commands[1]
 
 
-def test_ci_runs_the_readme_test_command():
+def test_ci_runs_the_readme_test_command_then_the_slow_tier():
     ci_lines = [line.strip() for line in read(".ci/run").splitlines()]
-    assert quickstart_commands()[1] in ci_lines
+    fast = quickstart_commands()[1]
+    assert fast in ci_lines and '-m "not slow"' in fast
+    slow = ci_lines[ci_lines.index(fast) + 1]
+    assert "pytest" in slow and "-m slow tests" in slow

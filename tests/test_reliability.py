@@ -322,6 +322,7 @@ def load_probe():
     return module
 
 
+@pytest.mark.slow
 def test_training_killed_twice_leaves_readable_artefacts_and_resumes():
     """Two SIGKILLs at seeded moments, then a resume to the end (bench/reliability.py has more)."""
     figures = load_probe().probe(kills=2, steps=30, seed=3)

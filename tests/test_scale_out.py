@@ -171,6 +171,7 @@ def run_python(code: str, env_extra: dict | None = None, timeout: int = 300):
     )
 
 
+@pytest.mark.slow
 def test_a_mirrored_step_equals_a_single_device_step_with_clipping_and_fp16():
     process = run_python(MIRRORED)
     out, err = process.communicate(timeout=300)

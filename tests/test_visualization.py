@@ -126,7 +126,11 @@ def test_a_trained_copy_model_attends_along_the_diagonal(copy_run):
     assert np.mean(peaks == np.arange(len(source))) >= 0.8
 
 
+@pytest.mark.slow
 def test_a_trained_reverse_model_attends_along_the_anti_diagonal(reverse_run):
+    from conftest import PLATEAU
+
+    assert PLATEAU["test_reverse_small"] >= 0.9, PLATEAU  # the fixture learned reverse
     prob, model, _ = run_dir_lib.open_run(reverse_run)
     source = [2, 5, 3, 4, 4, 5]
     found = inspection.inspect(model, prob, source, source[::-1])
