@@ -211,19 +211,20 @@ EVAL_STEPS = 20
 
 
 def compare(
-    problems: list[str],
-    models: list[str],
-    data_dir: str,
     output_dir: str,
+    models: list[str],
+    problems: list[str],
+    data_dir: str,
     config: trainer.TrainConfig,
     seeds: list[str] | None = None,
     hparams: str = "",
 ) -> str:
-    """t2t-compare: trains every model on every problem, writes table.md (+ pictures).
+    """t2t-compare: trains every model on every problem into output_dir; writes
+    table.md there (and pictures) and returns its markdown.
 
     models: names of ENTRIES; seeds: --seeds texts. bAbI problems get Table 1's
     form and, per run, ponder maps in <run_dir>/ponder/; the others Table 4-6's
-    form with table.png and curves.png. Returns the table's markdown.
+    form with table.png and curves.png.
     """
     entries = parse_entries(models)
     seed_list = parse_seeds(seeds or [])
