@@ -70,6 +70,7 @@ class Experiment:
             )
         try:
             data = json.loads(files.read_text(path))
+            _check_types(data)
             model_class = registry.MODELS.get(data["model"])
             hp = hparams_lib.from_dict(model_class.hparams_class, data["hparams"])
             encoding = data.get("input_encoding", "tokens")
@@ -103,3 +104,17 @@ class Experiment:
 
     def build_model(self, vocab_size: int) -> keras.Model:
         return registry.MODELS.get(self.model)(self.hparams, vocab_size, self.input_encoding)
+
+
+# experiment.json's keys and the JSON types they hold.
+_KEY_TYPES = {"model": str, "problem": str, "hparams_set": str, "hparams": dict}
+
+
+def _check_types(data) -> None:
+    """A hand-edited or foreign experiment.json: the first wrong key is a ValueError."""
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    for key, kind in _KEY_TYPES.items():
+        if key in data and not isinstance(data[key], kind):
+            expected = "an object" if kind is dict else "a string"
+            raise ValueError(f"{key!r} must be {expected}, got {json.dumps(data[key])}")

@@ -176,3 +176,21 @@ def test_adaptive_ut_trains_and_reports_ponder_statistics(small_data, tmp_path, 
     for split in ("dev", "test"):
         assert 1.0 <= results[split]["encoder_ponder_time"] <= 4.0 + 1.0
         assert 1.0 <= results[split]["decoder_act_steps"] <= 4.0
+
+
+@pytest.mark.parametrize(
+    ("content", "named"),
+    [
+        ("[]", "expected a JSON object, got list"),
+        ('{"model": "transformer", "problem": "p", "hparams_set": "s", "hparams": null}',
+         "'hparams' must be an object, got null"),
+        ('{"model": 3, "problem": "p", "hparams_set": "s", "hparams": {}}',
+         "'model' must be a string, got 3"),
+        ('{"model": "transformer", "problem": "p", "hparams": {}}', "hparams_set"),
+    ],
+)  # fmt: skip
+def test_a_malformed_experiment_file_is_one_error_naming_the_key(tmp_path, content, named):
+    (tmp_path / "experiment.json").write_text(content)
+    with pytest.raises(ValueError, match="not a valid experiment file") as raised:
+        experiment.Experiment.load(str(tmp_path))
+    assert named in str(raised.value)
