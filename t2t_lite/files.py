@@ -136,8 +136,10 @@ def iter_lines(path: str, errors: list[str] | None = None) -> Iterator[str]:
     """A UTF-8 text file's lines without line ends, streamed through tf.io.gfile.
 
     A leading byte-order mark is dropped (an encoding marker, not text). A
-    line that is not UTF-8 raises ValueError naming file and line; given an
-    `errors` list, it becomes "" and that message is appended instead.
+    line that is not UTF-8, holds a NUL byte, or holds a carriage return
+    inside it (a file with CR-only line ends reads as one such line) raises
+    ValueError naming file and line; given an `errors` list, it becomes ""
+    and that message is appended instead.
     """
     if tf.io.gfile.isdir(path):
         raise ValueError(f"{path}: a directory, not a text file")
@@ -147,8 +149,11 @@ def iter_lines(path: str, errors: list[str] | None = None) -> Iterator[str]:
     def decode(raw: bytes, number: int) -> str:
         try:
             line = raw.decode("utf-8").rstrip("\r")
+            problem = _unreadable_text(line)
         except UnicodeDecodeError as err:
-            message = f"{path}:{number}: not valid UTF-8 ({err.reason})"
+            problem = f"not valid UTF-8 ({err.reason})"
+        if problem:
+            message = f"{path}:{number}: {problem}"
             if errors is None:
                 raise ValueError(message) from None
             errors.append(message)
@@ -166,6 +171,15 @@ def iter_lines(path: str, errors: list[str] | None = None) -> Iterator[str]:
                 yield decode(raw, number)
     if rest:
         yield decode(rest, number + 1)
+
+
+def _unreadable_text(line: str) -> str:
+    """Why a decoded line is not a line of text ("" when it is)."""
+    if "\x00" in line:
+        return "holds a NUL byte; expected a text line"
+    if "\r" in line:
+        return "holds a carriage return inside the line; expected \\n line ends (CR-only files?)"
+    return ""
 
 
 def read_lines(path: str, errors: list[str] | None = None) -> list[str]:

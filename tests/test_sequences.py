@@ -44,6 +44,21 @@ def test_read_lines_through_gfile_strict_and_lenient():
         files.read_lines("ram://lines")
 
 
+def test_nul_bytes_and_cr_only_line_ends_are_named():
+    path = "ram://lines/b.txt"
+    with tf.io.gfile.GFile(path, "wb") as f:
+        f.write(b"eins\nzw\x00ei\ndrei\r\n")
+    with pytest.raises(ValueError, match=r"ram://lines/b.txt:2: holds a NUL byte"):
+        files.read_lines(path)
+    errors = []
+    assert files.read_lines(path, errors) == ["eins", "", "drei"]  # CR LF is a line end
+    mac = "ram://lines/c.txt"
+    with tf.io.gfile.GFile(mac, "wb") as f:
+        f.write(b"eins\rzwei\rdrei\r")  # CR-only: one "line" with CRs inside
+    with pytest.raises(ValueError, match=r"c.txt:1: holds a carriage return inside the line"):
+        files.read_lines(mac)
+
+
 def test_symbol_lengths_are_until_eos_in_the_graph():
     rows = [[3, 4, 1, 0], [1, 0, 0, 0], [3, 0, 4, 1], [5, 6, 7, 8]]
     assert sequences.symbol_lengths(tf.constant(rows)).numpy().tolist() == [2, 0, 1, 4]
