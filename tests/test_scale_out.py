@@ -104,6 +104,16 @@ def test_bad_distribution_settings_are_clear(monkeypatch):
     monkeypatch.setenv("TF_CONFIG", '{"cluster": {}}')
     with pytest.raises(ValueError, match="TF_CONFIG is not valid"):
         distribution.make_strategy("multi_worker")
+    # --devices: devices this machine has, one for one_device, none for default.
+    with pytest.raises(ValueError, match=r"this machine has no '/gpu:7'; it has .*/cpu:0"):
+        distribution.make_strategy("one_device", ["/gpu:7"])
+    with pytest.raises(ValueError, match="one_device runs on one device"):
+        distribution.make_strategy("one_device", ["/cpu:0", "/cpu:0"])
+    with pytest.raises(ValueError, match="not a device name"):
+        distribution.make_strategy("mirrored", ["cpu-zero"])
+    with pytest.raises(ValueError, match="not --strategy=default"):
+        distribution.make_strategy("default", ["/cpu:0"])
+    assert distribution.make_strategy("one_device", ["/cpu:0"]).num_replicas_in_sync == 1
 
 
 # Two logical CPUs must be configured before TensorFlow starts, so this runs

@@ -14,6 +14,8 @@ def make_strategy(name: str, devices: list[str] | None = None) -> tf.distribute.
     the CPU); multi_worker: MultiWorkerMirroredStrategy configured by TF_CONFIG.
     """
     devices = list(devices or [])
+    if devices:
+        check_devices(name, devices)
     if name == "default":
         return tf.distribute.get_strategy()
     if name == "one_device":
@@ -25,6 +27,31 @@ def make_strategy(name: str, devices: list[str] | None = None) -> tf.distribute.
         check_tf_config()
         return tf.distribute.MultiWorkerMirroredStrategy()
     raise ValueError(f"--strategy={name!r} is not one of {', '.join(STRATEGIES)}")
+
+
+def check_devices(name: str, devices: list[str]) -> None:
+    """--devices names devices this machine has, as many as the strategy takes."""
+    if name in ("default", "multi_worker"):
+        raise ValueError(f"--devices is for one_device and mirrored, not --strategy={name}")
+    if name == "one_device" and len(devices) != 1:
+        raise ValueError(f"--strategy=one_device runs on one device; --devices names {devices}")
+    local = {_kind_and_index(d.name) for d in tf.config.list_logical_devices()}
+    for device in devices:
+        try:
+            wanted = _kind_and_index(device)
+        except ValueError:
+            raise ValueError(f"--devices: {device!r} is not a device name like /gpu:0") from None
+        if wanted not in local:
+            have = ", ".join(sorted(f"/{kind.lower()}:{index}" for kind, index in local))
+            raise ValueError(f"--devices: this machine has no {device!r}; it has {have}")
+
+
+def _kind_and_index(name: str) -> tuple[str, int]:
+    """ "/gpu:3", "GPU:3" or a full device name -> ("GPU", 3)."""
+    spec = tf.DeviceSpec.from_string(name if "/" in name else f"/{name}")
+    if not spec.device_type:
+        raise ValueError(name)
+    return spec.device_type.upper(), spec.device_index or 0
 
 
 def _first(gpus: list) -> str:
