@@ -7,6 +7,8 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from t2t_lite import cli
+
 CHECKPOINT_NAME = "model.ckpt"
 
 
@@ -14,9 +16,19 @@ def build_model(model: keras.Model) -> None:
     """Creates every model variable with a tiny dummy batch.
 
     Restoring into an unbuilt Keras 3 model silently restores nothing, so
-    models are always built before a checkpoint is read.
+    models are always built before a checkpoint is read. A model too large
+    for the device's memory is a UserError saying so (hparams such as
+    hidden_size=2**40 are valid numbers, but no machine holds the weights).
     """
-    model(model.dummy_features(), training=False)
+    try:
+        model(model.dummy_features(), training=False)
+    except tf.errors.ResourceExhaustedError as err:
+        found = re.search(r"OOM when allocating tensor with shape\[[^\]]*\]", str(err))
+        raise cli.UserError(
+            "the model's weights do not fit in memory"
+            + (f" ({found.group(0)})" if found else "")
+            + "; choose smaller hparams (hidden_size, filter_size, layers, vocabulary)"
+        ) from None
 
 
 def make_checkpoint(

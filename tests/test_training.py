@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite import checkpoints, experiment
+from t2t_lite import checkpoints, cli, experiment
 from t2t_lite.training import trainer
 
 HPARAMS = "batch_size=64,max_length=8,learning_rate_warmup_steps=10"
@@ -194,3 +194,15 @@ def test_a_malformed_experiment_file_is_one_error_naming_the_key(tmp_path, conte
     with pytest.raises(ValueError, match="not a valid experiment file") as raised:
         experiment.Experiment.load(str(tmp_path))
     assert named in str(raised.value)
+
+
+def test_a_model_too_large_for_memory_or_too_short_a_max_length_is_named():
+    huge = experiment.Experiment.resolve(
+        "transformer", "test_identity_small", "transformer_test", "hidden_size=1099511627776"
+    )
+    with pytest.raises(cli.UserError, match="weights do not fit in memory.*choose smaller"):
+        checkpoints.build_model(huge.build_model(10))
+    with pytest.raises(ValueError, match=r"max_length.*must be >= 2 \(a symbol and EOS\)"):
+        experiment.Experiment.resolve(
+            "transformer", "test_identity_small", "transformer_test", "max_length=1"
+        )

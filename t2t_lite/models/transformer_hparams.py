@@ -113,7 +113,7 @@ class TransformerHParams:
             0.0 < self.optimizer_adam_epsilon < 1.0, "optimizer_adam_epsilon", "must be in (0, 1)"
         )
         require(self.learning_rate_warmup_steps >= 0, "learning_rate_warmup_steps", "must be >= 0")
-        require(self.max_length > 0, "max_length", "must be positive")
+        require(self.max_length >= 2, "max_length", "must be >= 2 (a symbol and EOS)")
         require(
             self.batch_size >= self.max_length,
             "batch_size, max_length",
