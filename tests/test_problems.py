@@ -93,3 +93,14 @@ def test_unknown_split_is_an_error():
 def test_missing_data_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="Run t2t-datagen"):
         problem.get("test_identity_small").dataset(str(tmp_path), "train", 64)
+
+
+def test_a_shard_that_is_a_directory_is_named(tmp_path):
+    prob = problem.get("test_identity_small")
+    data_dir = str(tmp_path)
+    prob.generate_data(data_dir, seed=1)
+    shard = prob.filepaths(data_dir, "dev")[0]
+    os.remove(shard)
+    os.mkdir(shard)
+    with pytest.raises(ValueError, match=f"{shard} is a directory, not a data shard"):
+        prob.dataset(data_dir, "dev", 64)

@@ -111,6 +111,9 @@ class Problem(abc.ABC):
                 f"{' ...' if len(missing) > 3 else ''}; found {len(found)} file(s) in {data_dir!r}. "
                 f"Run t2t-datagen --problem={self.name} --data_dir={data_dir} first."
             )
+        for path in paths:
+            if tf.io.gfile.isdir(path):
+                raise ValueError(f"{path} is a directory, not a data shard of {self.name}")
         return paths
 
     def has_data(self, data_dir: str) -> bool:

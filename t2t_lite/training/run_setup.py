@@ -68,7 +68,7 @@ def prepare(
         problem.generate_data(data_dir, seed=config.random_seed)
     problem.bind(data_dir)
     for split in problem.splits:  # an empty split would train or evaluate on nothing
-        paths = problem.filepaths(data_dir, split)
+        paths = problem.split_files(data_dir, split)
         checked = [tfrecord.check_features(path) for path in paths]  # every shard, not the first
         if not any(checked):
             raise ValueError(
