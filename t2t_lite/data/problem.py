@@ -103,7 +103,12 @@ class Problem(abc.ABC):
         comes through here, so a missing file is reported the same way.
         """
         paths = self.filepaths(data_dir, split)
-        missing = [p for p in paths if not tf.io.gfile.exists(p)]
+        missing = []
+        for path in paths:  # one look at each path: missing, a directory, or a shard
+            if not tf.io.gfile.exists(path):
+                missing.append(path)
+            elif tf.io.gfile.isdir(path):
+                raise ValueError(f"{path} is a directory, not a data shard of {self.name}")
         if missing:
             found = tf.io.gfile.glob(os.path.join(data_dir, f"{self.name}-*"))
             raise FileNotFoundError(
@@ -111,9 +116,6 @@ class Problem(abc.ABC):
                 f"{' ...' if len(missing) > 3 else ''}; found {len(found)} file(s) in {data_dir!r}. "
                 f"Run t2t-datagen --problem={self.name} --data_dir={data_dir} first."
             )
-        for path in paths:
-            if tf.io.gfile.isdir(path):
-                raise ValueError(f"{path} is a directory, not a data shard of {self.name}")
         return paths
 
     def has_data(self, data_dir: str) -> bool:

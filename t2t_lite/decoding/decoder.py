@@ -63,7 +63,7 @@ class DecodeHParams:
     @property
     def max_output_positions(self) -> int:
         """Positions of the longest output: input symbols + extra_length, then EOS."""
-        return self.max_input_length + self.extra_length + 1
+        return self.output_positions(self.max_input_length)
 
     def output_positions(self, input_symbols):
         """Positions of the longest output for an input of `input_symbols` (int or tensor)."""
@@ -182,7 +182,11 @@ class Decoder:
         An empty input gives [([], 0.0)] without running the model, except
         for a decoder-only model, which continues an empty prompt.
         """
-        inputs = [self.fit(ids, f"{source}:{n}") for n, ids in enumerate(inputs, first_line)]
+        limit = self.hp.max_input_length
+        inputs = [
+            ids if len(ids) <= limit else self.fit(ids, f"{source}:{n}")
+            for n, ids in enumerate(inputs, first_line)
+        ]
         results: list = [None] * len(inputs)
         # A language model continues an empty prompt; a translation of nothing is nothing.
         decode_empty = not getattr(self.model, "has_encoder", True)
