@@ -127,14 +127,18 @@ def test_offsets_shift_positions_in_training_only(kind):
 
 
 def test_reverse_coupling_puts_target_t_at_the_position_of_the_source_symbol_it_copies():
-    """Sources of 3 and 1 symbols (then EOS, PAD): target t sits at n - 1 - t (+ offset);
-    the EOS target (t = n) at offset - 1. Without coupling the start passes through."""
+    """Sources of 3 and 1 symbols (then EOS, PAD): target t < n sits at n - 1 - t
+    (+ offset), the EOS target (t = n) at n, the source EOS's own position, and
+    t > n at t. Without coupling the start passes through."""
     model = tiny_model(position_coupling="reverse")
     _, bias = model.encode(tf.constant([[5, 6, 7, 1, 0], [5, 1, 0, 0, 0]]))
     positions = model.decoder_positions(4, bias, start=2).numpy().tolist()
-    assert positions == [[4, 3, 2, 1], [2, 1, 0, -1]]
-    beam = model.decoder_positions(1, bias, start=-1, rows=tf.constant(4)).numpy().tolist()
-    assert beam == [[1], [1], [-1], [-1]]  # step 1, two hypotheses per source
+    assert positions == [[4, 3, 2, 5], [2, 3, 4, 5]]
+    # Decoding step 1, two hypotheses per source: the same positions as column 1.
+    beam = model.decoder_positions(1, bias, rows=tf.constant(4), first=1).numpy().tolist()
+    assert beam == [[1], [1], [1], [1]]
+    step2 = model.decoder_positions(1, bias, rows=tf.constant(4), first=2).numpy().tolist()
+    assert step2 == [[0], [0], [2], [2]]  # source 1's first symbol; source 2 past its EOS
     assert tiny_model().decoder_positions(4, bias, start=2) == 2
 
 
@@ -150,7 +154,7 @@ def test_coupled_positions_hold_in_evaluation_without_an_offset():
     logits = model({"inputs": inputs, "targets": targets}, training=False).numpy()
     encoded, bias = model.encode(inputs)
     x = model.embedding.embed(transformer.shift_right(targets))
-    x = x + embedding.timing_signal_at(tf.constant([[2, 1, 0, -1], [0, -1, -2, -3]]), 16)
+    x = x + embedding.timing_signal_at(tf.constant([[2, 1, 0, 3], [0, 1, 2, 3]]), 16)
     by_hand = model.embedding.logits(
         model.decoder(x, masks.causal_bias(4), encoded, bias, training=False)
     ).numpy()

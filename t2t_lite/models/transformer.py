@@ -167,22 +167,27 @@ class Transformer(keras.Model):
         encoder_bias: tf.Tensor,
         start: tf.Tensor | int = 0,
         rows: tf.Tensor | None = None,
+        first: tf.Tensor | int = 0,
     ) -> tf.Tensor | int:
-        """The decoder's positions for `length` targets from `start`: start itself
-        (positions start..start+length-1) without coupling; with
-        position_coupling="reverse", explicit positions [B, length], target t
-        at start + n - 1 - t for a source of n symbols (read off the encoder
-        bias [B', 1, 1, S]: its zero entries are the symbols and EOS). `rows`:
+        """The decoder's positions for targets first..first+length-1 from `start`:
+        start + first itself (consecutive positions) without coupling; with
+        position_coupling="reverse", explicit positions [B, length]: for a
+        source of n symbols, target t < n at start + n - 1 - t (the source
+        symbol it reverses) and the EOS target t = n at start + n (the
+        source's EOS), so every target, EOS included, reads the source at its
+        own position; t > n continue at start + t. n is read off the encoder
+        bias [B', 1, 1, S] (its zero entries are the symbols and EOS). `rows`:
         the number of decoder rows when they are hypotheses, rows / B'
         consecutive ones per source (beam search).
         """
         if self.hparams.position_coupling == "none":
-            return start
+            return start + first
         symbols = tf.reduce_sum(tf.cast(tf.equal(encoder_bias[:, 0, 0, :], 0.0), tf.int32), 1) - 1
         if rows is not None:  # [B'] -> [rows]
             symbols = tf.repeat(symbols, rows // tf.shape(symbols)[0])
-        steps = tf.range(length)[tf.newaxis]  # [1, length]
-        return start + symbols[:, tf.newaxis] - 1 - steps  # [B, length]
+        n = symbols[:, tf.newaxis]  # [B, 1]
+        steps = first + tf.range(length)[tf.newaxis]  # [1, length]
+        return start + tf.where(steps < n, n - 1 - steps, steps)  # [B, length]
 
     def encode(
         self, inputs: tf.Tensor, training: bool = False, position_start: tf.Tensor | int = 0
@@ -245,8 +250,8 @@ class Transformer(keras.Model):
         """
         encoder_bias = cache[sequences.STATIC_CACHE]["encoder_bias"]
         position = index
-        if self.hparams.position_coupling != "none":  # [B, 1]: n - 1 - index per row
-            position = self.decoder_positions(1, encoder_bias, -index, rows=tf.shape(ids)[0])
+        if self.hparams.position_coupling != "none":  # [B, 1]: each row's coupled position
+            position = self.decoder_positions(1, encoder_bias, rows=tf.shape(ids)[0], first=index)
         x = self.embed_step(ids, position)
         x, cache = self.decoder.decode_step(x, index, cache, encoder_bias, position)
         return self.embedding.logits(x)[:, 0], cache

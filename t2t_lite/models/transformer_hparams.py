@@ -8,8 +8,9 @@ from t2t_lite import registry
 
 POSITION_STARTS = ("none", "random", "random_per_step")
 # Decoder positions tied to the source positions they read (position coupling,
-# Cho et al. 2024): "none", target t at position t; "reverse", target t at
-# n - 1 - t for a source of n symbols (the source symbol it copies).
+# Cho et al. 2024): "none", target t at position t; "reverse", target t < n at
+# n - 1 - t for a source of n symbols (the source symbol it copies) and the EOS
+# target at n (the source's EOS).
 POSITION_COUPLINGS = ("none", "reverse")
 
 
@@ -49,8 +50,9 @@ class TransformerHParams:
     # recurrence step). See Transformer.position_starts.
     position_start_index: str = "none"
     position_start_max: int = 0
-    # "reverse": decoder position t is n - 1 - t (plus the offset), n the source's
-    # symbol count, in training and evaluation alike; see Transformer.decoder_positions.
+    # "reverse": decoder position t < n is n - 1 - t and EOS's is n (plus the offset),
+    # n the source's symbol count, in training and evaluation alike; see
+    # Transformer.decoder_positions.
     position_coupling: str = "none"
 
     def __post_init__(self):
