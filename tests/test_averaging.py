@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite import checkpoints, hparams, registry
+from t2t_lite import checkpoints, files, hparams, registry
 from t2t_lite.models import transformer_hparams  # noqa: F401 (registers sets)
 from t2t_lite.training import averaging
 
@@ -95,3 +95,54 @@ def test_asking_for_more_checkpoints_than_kept_is_a_clear_error(tmp_path):
         averaging.run(run, 2, [f"{run}/model.ckpt-7"], str(tmp_path / "x"))
     with pytest.raises(FileNotFoundError, match="no checkpoint"):
         averaging.run(str(tmp_path / "empty"), 2, [])
+
+
+class Killed(Exception):
+    """Stands for a kill -9 at a chosen call: nothing after it runs."""
+
+
+def kill_after(monkeypatch, calls: int, suffix: str = ""):
+    """tf.io.gfile.rename that dies right after its `calls`-th call (renames ending in suffix)."""
+    rename, seen = tf.io.gfile.rename, []
+
+    def renaming(source, target, overwrite=False):
+        rename(source, target, overwrite=overwrite)
+        if target.endswith(suffix):
+            seen.append(target)
+            if len(seen) == calls:
+                raise Killed(target)
+
+    monkeypatch.setattr(tf.io.gfile, "rename", renaming)
+
+
+def mean_step_weight(path: str) -> float:
+    reader = tf.train.load_checkpoint(path)
+    key = next(k for k in reader.get_variable_to_shape_map() if "embedding" in k)
+    return float(reader.get_tensor(key).flat[0])
+
+
+@pytest.mark.parametrize("calls, suffix, survivor", [(1, "", 5.5), (1, ".index", 5.0)])
+def test_overwriting_an_average_keeps_the_old_one_until_the_new_index_lands(
+    tmp_path, monkeypatch, calls, suffix, survivor
+):
+    """--num_last_checkpoints=2 then =3 into the same prefix, killed just after the
+    first data rename (the old average, (5+6)/2, must still read) or just after
+    the index rename (the new one, (4+5+6)/3, reads); a rerun completes and
+    leaves one checkpoint's files."""
+    run = str(tmp_path / "run")
+    save_step_valued(run, [4, 5, 6])
+    output = averaging.run(run, num_last=2, explicit=[])
+    assert mean_step_weight(output) == 5.5
+    with monkeypatch.context() as patch:
+        kill_after(patch, calls, suffix)
+        # The killed writer's temporary names carry a pid that no process has.
+        patch.setattr(files, "owner_tag", lambda: f"{2**22 + 1}@{files.HOST}@")
+        with pytest.raises(Killed):
+            averaging.run(run, num_last=3, explicit=[])
+    assert mean_step_weight(output) == survivor
+    averaging.run(run, num_last=3, explicit=[])
+    assert mean_step_weight(output) == 5.0
+    names = sorted(p.name for p in (tmp_path / "run" / "averaged").iterdir())
+    shards = {n.rsplit("-of-", 1)[1] for n in names if ".data-" in n}
+    assert len(shards) == 1  # one checkpoint's data files, no other count left
+    assert not [n for n in names if averaging.TEMPORARY in n]

@@ -78,8 +78,8 @@ def average(paths: list[str], output_path: str) -> None:
 
     Floating-point variables are summed in float64 and cast back to their
     dtype; other variables (step, optimizer iterations) come from the newest.
-    Written under a temporary prefix and renamed (index last), so a reader
-    never finds a half-written checkpoint.
+    Replaces an existing checkpoint at output_path only when the new one is
+    complete (`write_replacing`).
     """
     readers = [checkpoints.reader(path) for path in paths]
     variables = check_compatible(paths, readers)
@@ -98,12 +98,7 @@ def average(paths: list[str], output_path: str) -> None:
     directory = os.path.dirname(files.absolute(output_path))
     files.check_writable_dir(directory, "--output_path's directory")
     files.remove_leftovers(directory, f"{os.path.basename(output_path)}{TEMPORARY}")
-    temporary = f"{output_path}{TEMPORARY}{files.owner_tag()}"
-    tf.raw_ops.SaveV2(
-        prefix=temporary, tensor_names=names, shape_and_slices=[""] * len(names), tensors=tensors
-    )
-    for suffix in (".data-00000-of-00001", ".index"):
-        tf.io.gfile.rename(temporary + suffix, output_path + suffix, overwrite=True)
+    write_replacing(output_path, names, tensors)
     # The directory's "checkpoint" file names it, so the directory works as
     # a --checkpoint_path too.
     name = os.path.basename(output_path)
@@ -111,6 +106,52 @@ def average(paths: list[str], output_path: str) -> None:
         os.path.join(directory, "checkpoint"),
         f'model_checkpoint_path: "{name}"\nall_model_checkpoint_paths: "{name}"\n',
     )
+
+
+def _shard_counts(output_path: str) -> set[int]:
+    """The shard counts of the data files on disk for prefix output_path."""
+    counts = set()
+    for path in tf.io.gfile.glob(f"{output_path}.data-?????-of-?????"):
+        counts.add(int(path.rsplit("-of-", 1)[1]))
+    return counts
+
+
+def write_replacing(output_path: str, names: list[str], tensors: list[tf.Tensor]) -> None:
+    """Writes a checkpoint at prefix output_path; the rename of its .index is the commit.
+
+    Its data files take a shard count that no data file of that prefix on
+    disk has (at most two counts are there: the live checkpoint's and a
+    killed write's), so they never overwrite the live checkpoint's; the index
+    is renamed over the old one last, and only then are the other counts'
+    files removed. A kill at any moment leaves the old checkpoint or the new
+    one readable, and the next write cleans what it left. (The rename is
+    atomic on local and HDFS storage; on object stores such as gs:// it is a
+    copy, and a kill during it can still leave no index.)
+    """
+    present = _shard_counts(output_path)
+    count = next((c for c in (1, 2, 3) if c not in present and c <= len(names)), None)
+    if count is None:
+        raise ValueError(
+            f"cannot replace {output_path}: data files with {sorted(present)} shards are "
+            "already there; remove its .data-* files"
+        )
+    temporary = f"{output_path}{TEMPORARY}{files.owner_tag()}"
+    parts = [f"{temporary}-part{i}" for i in range(count)]
+    for i, part in enumerate(parts):  # shard i holds every count-th tensor
+        tf.raw_ops.SaveV2(
+            prefix=part,
+            tensor_names=names[i::count],
+            shape_and_slices=[""] * len(names[i::count]),
+            tensors=tensors[i::count],
+        )
+    tf.raw_ops.MergeV2Checkpoints(checkpoint_prefixes=parts, destination_prefix=temporary)
+    for shard in range(count):
+        suffix = f".data-{shard:05d}-of-{count:05d}"
+        tf.io.gfile.rename(temporary + suffix, output_path + suffix, overwrite=True)
+    tf.io.gfile.rename(temporary + ".index", output_path + ".index", overwrite=True)
+    for path in tf.io.gfile.glob(f"{output_path}.data-?????-of-?????"):
+        if not path.endswith(f"-of-{count:05d}"):
+            tf.io.gfile.remove(path)
 
 
 def _read(reader, path: str, key: str) -> np.ndarray:
