@@ -81,8 +81,15 @@ def _reason(err: BaseException) -> str:
 
 
 def latest(directory: str) -> str:
-    """The newest checkpoint in `directory`, or an error saying there is none."""
+    """The newest checkpoint in `directory`, or an error saying there is none.
+
+    The `checkpoint` list's newest; when the list is missing or names a
+    checkpoint no longer on disk (a kill between a delete and the list's
+    rewrite), the newest model.ckpt-<step> that has an index.
+    """
     path = tf.train.latest_checkpoint(directory)
+    if path is None or not tf.io.gfile.exists(path + ".index"):
+        path = next(iter(by_step(directory)), None)
     if path is None:
         raise FileNotFoundError(
             f"no checkpoint in {directory!r}: train first (t2t-train --output_dir)"

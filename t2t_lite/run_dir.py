@@ -20,6 +20,7 @@ import os
 
 import keras
 import tensorflow as tf
+from absl import logging
 
 from t2t_lite import checkpoints, experiment, run_lock
 from t2t_lite.data import problem as problem_lib
@@ -28,6 +29,9 @@ EXPERIMENT_FILE = experiment.EXPERIMENT_FILE
 METRICS_FILE = "metrics.json"
 LOCK_FILE = run_lock.LOCK_FILE
 AVERAGED_DIR = "averaged"
+# Following a run's newest checkpoint, a reader retries this many times when
+# the trainer deletes the one it chose (keep_checkpoint_max) during the read.
+READ_ATTEMPTS = 5
 
 
 def is_run(directory: str) -> bool:
@@ -49,9 +53,13 @@ def save_vocabulary(problem: problem_lib.Problem, output_dir: str) -> None:
 def kept_checkpoints(output_dir: str) -> list[str]:
     """The checkpoint prefixes the run keeps, oldest first (an error when none)."""
     state = tf.train.get_checkpoint_state(output_dir)
-    if state is None or not state.all_model_checkpoint_paths:
+    listed = state.all_model_checkpoint_paths if state else []
+    kept = [path for path in listed if tf.io.gfile.exists(path + ".index")]
+    if not kept:  # no list, or it names only deleted ones: what is on disk
+        kept = list(reversed(checkpoints.by_step(output_dir)))
+    if not kept:
         checkpoints.latest(output_dir)  # raises: no checkpoint
-    return list(state.all_model_checkpoint_paths)
+    return kept
 
 
 def resolve_checkpoint(output_dir: str, checkpoint_path: str = "") -> str:
@@ -74,6 +82,23 @@ def open_run(
     problem = exp.build_problem()
     problem.bind(output_dir)  # the vocabulary t2t-train saved there, if any
     model = exp.build_model(problem.vocab_size)
-    path = resolve_checkpoint(output_dir, checkpoint_path)
-    checkpoints.restore_model(model, path)
-    return problem, model, path
+    attempt = 1
+    while True:
+        path = resolve_checkpoint(output_dir, checkpoint_path)
+        try:
+            checkpoints.restore_model(model, path)
+            return problem, model, path
+        except ValueError:
+            if checkpoint_path or attempt == READ_ATTEMPTS or _still_there(path):
+                raise
+        logging.warning(
+            "Checkpoint %s was deleted while it was read (a running trainer keeps only "
+            "its newest); reading the run's newest again.",
+            path,
+        )
+        attempt += 1
+
+
+def _still_there(path: str) -> bool:
+    """Whether a checkpoint's index and data files are all on disk."""
+    return tf.io.gfile.exists(path + ".index") and bool(tf.io.gfile.glob(path + ".data-*"))

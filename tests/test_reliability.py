@@ -163,6 +163,46 @@ def test_resume_skips_a_truncated_newest_checkpoint(small_data, tmp_path, caplog
     assert f"Skipping checkpoint {newest}, which cannot be read" in caplog.text
 
 
+def write_list(run: str, *steps: int) -> None:
+    """The run's `checkpoint` list naming steps 2 and `steps`, the last the newest."""
+    paths = [f"{run}/model.ckpt-{step}" for step in (2, *steps)]
+    tf.compat.v1.train.update_checkpoint_state(run, paths[-1], paths)
+
+
+def test_a_reader_retries_when_the_trainer_deletes_the_checkpoint_it_chose(
+    small_data, tmp_path, monkeypatch, caplog
+):
+    """t2t-decode/export/visualize follow a running trainer: the checkpoint they chose
+    (step 4) is deleted during the read while step 6 is saved; they read step 6.
+    The `checkpoint` list naming a deleted checkpoint falls back to what is on disk."""
+    run = str(tmp_path / "run")
+    make_trainer(small_data, run, steps=4).train()  # checkpoints at 2 and 4
+    chosen = checkpoints.by_step(run)[0]
+    restore, calls = checkpoints.restore_model, []
+
+    def trainer_moves_on(model, path):
+        calls.append(path)
+        if len(calls) == 1:  # the trainer saves step 6 and deletes step 4
+            for name in tf.io.gfile.glob(chosen + ".*"):
+                tf.io.gfile.rename(name, name.replace("model.ckpt-4", "model.ckpt-6"))
+            write_list(run, 6)
+        restore(model, path)
+
+    monkeypatch.setattr(checkpoints, "restore_model", trainer_moves_on)
+    _, _, path = run_dir_lib.open_run(run)
+    assert calls == [chosen, f"{run}/model.ckpt-6"] and path == f"{run}/model.ckpt-6"
+    assert f"Checkpoint {chosen} was deleted while it was read" in caplog.text
+    monkeypatch.setattr(checkpoints, "restore_model", restore)
+
+    # A given --checkpoint_path is not swapped for another: its loss is an error.
+    with pytest.raises(FileNotFoundError, match="--checkpoint_path: no checkpoint at"):
+        run_dir_lib.open_run(run, chosen)
+    # The list names step 8, deleted: the newest on disk is read, and averaged.
+    write_list(run, 6, 8)
+    assert run_dir_lib.open_run(run)[2] == f"{run}/model.ckpt-6"
+    assert run_dir_lib.kept_checkpoints(run) == [f"{run}/model.ckpt-2", f"{run}/model.ckpt-6"]
+
+
 def write_nan_checkpoint(small_data, run: str, step: int) -> str:
     """A complete, readable training checkpoint at `step` whose embedding is NaN (as a
     copy from a diverged run or a broken external tool would leave), saved by the
