@@ -4,6 +4,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite.data import problem, tfrecord
+from t2t_lite.decoding import runner
 
 
 def test_round_trip(tmp_path):
@@ -71,3 +72,33 @@ def test_records_without_the_features_or_of_another_dtype_are_named(tmp_path):
     empty = str(tmp_path / "empty")
     tfrecord.write_shards([], [empty])
     assert not tfrecord.check_features(empty)
+
+
+def test_an_id_outside_the_vocabulary_is_named_with_its_file_and_record(small_data):
+    """Data made with another vocabulary used to stop training with an embedding
+    lookup traceback; the pipeline now checks every id, train and eval alike."""
+    prob = problem.get("test_identity_small")
+    paths = prob.filepaths(small_data, "train")
+    examples = list(tfrecord.read_records(paths[1]))
+    examples[2]["targets"] = [3, prob.vocab_size + 5, 1]
+    tfrecord.write_shards(examples, [paths[1]])
+    iterator = iter(prob.dataset(small_data, "train", 64, max_length=8, seed=1))
+    with pytest.raises(
+        ValueError,
+        match=rf"{os.path.basename(paths[1])}: record 3's 'targets' holds token id "
+        rf"{prob.vocab_size + 5}, outside the vocabulary \[0, {prob.vocab_size}\)",
+    ):
+        for _ in range(200):
+            tfrecord.next_element(iterator, paths)
+    # A negative id in an evaluation split.
+    dev = prob.filepaths(small_data, "dev")
+    examples = list(tfrecord.read_records(dev[0]))
+    examples[0]["inputs"] = [-1, 1]
+    tfrecord.write_shards(examples, dev)
+    iterator = iter(prob.dataset(small_data, "dev", 64))
+    with pytest.raises(ValueError, match=r"record 1's 'inputs' holds token id -1"):
+        for _ in range(200):
+            tfrecord.next_element(iterator, dev)
+    # t2t-decode --eval_split=dev checks before decoding (no model needed to see it).
+    with pytest.raises(ValueError, match=r"record 1's 'inputs' holds token id -1"):
+        runner.decode_split(None, prob, small_data, "dev")

@@ -175,7 +175,10 @@ class Problem(abc.ABC):
         )
         if training:
             records = records.shuffle(10_000, seed=seed)
-        examples = records.map(tfrecord.parse, num_parallel_calls=tf.data.AUTOTUNE)
+        vocab_size = self.vocab_size
+        examples = records.map(
+            lambda record: tfrecord.parse(record, vocab_size), num_parallel_calls=tf.data.AUTOTUNE
+        )
         limit = self.max_length(split)
         if training and max_length is not None:
             examples = examples.filter(lambda ex: batching.example_length(ex) <= max_length)

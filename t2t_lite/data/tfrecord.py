@@ -1,5 +1,6 @@
 """Sharded TFRecord files of tf.train.Example: writing, parsing, checking."""
 
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -11,6 +12,10 @@ FEATURES = ("inputs", "targets")
 
 class CorruptRecordError(ValueError):
     """A TFRecord file is corrupt or truncated."""
+
+
+# The pipeline's message for a token id outside the vocabulary (`parse`).
+OUTSIDE = "token id outside the vocabulary"
 
 
 def shard_paths(prefix: str, num_shards: int) -> list[str]:
@@ -65,10 +70,20 @@ def _shuffle_file(path: str, seed: list[int]) -> None:
             writer.write(records[i])
 
 
-def parse(serialized: tf.Tensor) -> dict[str, tf.Tensor]:
-    """One serialized Example -> {"inputs": [S] int32, "targets": [T] int32}."""
+def parse(serialized: tf.Tensor, vocab_size: int | None = None) -> dict[str, tf.Tensor]:
+    """One serialized Example -> {"inputs": [S] int32, "targets": [T] int32}.
+
+    With vocab_size, an id outside [0, vocab_size) fails the pipeline with
+    an error that `next_element` turns into one naming the file and record.
+    """
     spec = {key: tf.io.RaggedFeature(tf.int64) for key in FEATURES}
     parsed = tf.io.parse_single_example(serialized, spec)
+    if vocab_size is not None:
+        ids = tf.concat([parsed[key] for key in FEATURES], 0)
+        inside = tf.reduce_all((ids >= 0) & (ids < vocab_size))
+        check = tf.debugging.Assert(inside, [f"{OUTSIDE} [0, {vocab_size})"])
+        with tf.control_dependencies([check]):
+            return {key: tf.cast(parsed[key], tf.int32) for key in FEATURES}
     return {key: tf.cast(parsed[key], tf.int32) for key in FEATURES}
 
 
@@ -148,8 +163,29 @@ def find_corrupt(paths: list[str], error: Exception) -> CorruptRecordError:
 
 
 def next_element(iterator: Any, paths: list[str]) -> Any:
-    """next(iterator), turning a data-loss error into one that names the file."""
+    """next(iterator), turning a data-loss error or an id outside the vocabulary
+    (`parse`) into an error that names the file."""
     try:
         return next(iterator)
     except tf.errors.DataLossError as err:
         raise find_corrupt(paths, err) from None
+    except tf.errors.InvalidArgumentError as err:
+        found = re.search(re.escape(OUTSIDE) + r" \[0, (\d+)\)", str(err))
+        if not found:
+            raise
+        raise find_outside(paths, int(found.group(1))) from None
+
+
+def find_outside(paths: list[str], vocab_size: int) -> ValueError:
+    """Names the first record among `paths` holding an id outside [0, vocab_size)."""
+    for path in paths:
+        for number, example in enumerate(read_records(path), start=1):
+            for key in FEATURES:
+                bad = [i for i in example[key] if not 0 <= i < vocab_size]
+                if bad:
+                    return ValueError(
+                        f"{path}: record {number}'s {key!r} holds token id {bad[0]}, outside "
+                        f"the vocabulary [0, {vocab_size}): the data was made with another "
+                        "vocabulary; run t2t-datagen again into an empty --data_dir"
+                    )
+    return ValueError(f"a token id outside the vocabulary [0, {vocab_size}) in one of {paths}")

@@ -129,6 +129,8 @@ def decode_split(
     """
     paths = problem.split_files(data_dir, split)
     examples = tfrecord.read_examples(paths, max_examples)
+    if any(not 0 <= i < problem.vocab_size for e in examples for i in e["inputs"] + e["targets"]):
+        raise tfrecord.find_outside(paths, problem.vocab_size)
     inputs = [sequences.strip_eos(e["inputs"]) for e in examples]
     outputs = decoder.decode_ids(inputs)
     correct = total = exact = 0
