@@ -1,5 +1,6 @@
 """Step-named checkpoints of model, optimizer and step, and their restore."""
 
+import gc
 import os
 import re
 
@@ -63,11 +64,26 @@ def restore_model(model: keras.Model, path: str) -> None:
     A checkpoint that cannot be read is a ValueError naming it.
     """
     build_model(model)
+    # A failed restore's bookkeeping, once freed, warns about every value it
+    # did not restore (a hundred lines or more before the one-line error), so
+    # the read runs with TensorFlow's Python warnings off, and the failure's
+    # objects are freed before they are turned back on.
+    logger = tf.get_logger()
+    level = logger.level
+    logger.setLevel("ERROR")
+    reason = None
     try:
-        status = tf.train.Checkpoint(model=model).read(path)
-        status.assert_existing_objects_matched()
-    except UNREADABLE as err:
-        raise ValueError(f"checkpoint {path} cannot be read: {_reason(err)}") from None
+        try:
+            status = tf.train.Checkpoint(model=model).read(path)
+            status.assert_existing_objects_matched()
+        except UNREADABLE as err:
+            reason = _reason(err)
+        if reason is not None:
+            gc.collect()
+    finally:
+        logger.setLevel(level)
+    if reason is not None:
+        raise ValueError(f"checkpoint {path} cannot be read: {reason}")
     status.expect_partial()
     if not all_finite(model.weights):
         raise ValueError(

@@ -146,3 +146,23 @@ def test_overwriting_an_average_keeps_the_old_one_until_the_new_index_lands(
     shards = {n.rsplit("-of-", 1)[1] for n in names if ".data-" in n}
     assert len(shards) == 1  # one checkpoint's data files, no other count left
     assert not [n for n in names if averaging.TEMPORARY in n]
+
+
+def test_a_checkpoint_of_another_model_is_one_error_and_no_warnings(tmp_path):
+    """Restoring a d=32 checkpoint into a d=16 model: one ValueError naming it, and
+    none of TensorFlow's 'Value in checkpoint could not be found' lines (one per
+    unrestored value, 130 or more before the error line)."""
+    import logging
+
+    (path,) = save_step_valued(str(tmp_path / "wide"), [1], hidden_size=32)
+    records, level = [], tf.get_logger().level
+    handler = logging.Handler()
+    handler.emit = records.append
+    tf.get_logger().addHandler(handler)
+    try:
+        with pytest.raises(ValueError, match=f"checkpoint {path} cannot be read: .*incompatible"):
+            checkpoints.restore_model(tiny_model(16), path)
+    finally:
+        tf.get_logger().removeHandler(handler)
+    assert [r.getMessage() for r in records if r.levelno >= logging.WARNING] == []
+    assert tf.get_logger().level == level  # warnings are on again afterwards
