@@ -53,6 +53,31 @@ def make_manager(
     )
 
 
+def save(manager: tf.train.CheckpointManager, step: int) -> str:
+    """manager.save at `step`; a failed save (a full disk) removes the
+    `<prefix>-<step>_temp/` directory TensorFlow leaves, then raises."""
+    try:
+        return manager.save(checkpoint_number=step)
+    except Exception:
+        remove_save_leftovers(manager.directory)
+        raise
+
+
+def remove_save_leftovers(directory: str) -> list[str]:
+    """Removes what an interrupted save leaves in a run's directory -> the removed paths:
+    `model.ckpt-<step>_temp/` (TensorFlow's staging directory) and `checkpoint.tmp*`
+    (the list's temporary file). Only the run's one writer (the lock holder) calls it."""
+    pattern = os.path.join(directory, f"{CHECKPOINT_NAME}-*_temp")
+    removed = []
+    for path in tf.io.gfile.glob(pattern) + tf.io.gfile.glob(f"{directory}/checkpoint.tmp*"):
+        if tf.io.gfile.isdir(path):
+            tf.io.gfile.rmtree(path)
+        else:
+            tf.io.gfile.remove(path)
+        removed.append(path)
+    return removed
+
+
 # What reading a damaged checkpoint raises: TensorFlow's errors, and IndexError
 # ("Read less bytes than requested") for a truncated data file.
 UNREADABLE = (tf.errors.OpError, ValueError, AssertionError, IndexError)

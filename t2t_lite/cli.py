@@ -1,5 +1,7 @@
 """Helpers shared by the absl binaries: user-facing errors and reports."""
 
+import errno
+import re
 import sys
 from collections.abc import Callable
 
@@ -16,14 +18,42 @@ USER_ERRORS = (ValueError, KeyError, FileNotFoundError, UserError)
 
 
 def run(program: str, fn: Callable[[], None]) -> None:
-    """Calls fn; a user error prints "program: error: message" and exits 1."""
+    """Calls fn; a user error or a full disk prints "program: error: message" and exits 1."""
     try:
         fn()
     except USER_ERRORS as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
-        logging.debug("details", exc_info=True)
-        print(f"{program}: error: {message}", file=sys.stderr)
-        sys.exit(1)
+        _fail(program, message)
+    except Exception as err:
+        message = full_disk(err)
+        if message is None:
+            raise
+        _fail(program, message)
+
+
+def _fail(program: str, message: str) -> None:
+    logging.debug("details", exc_info=True)
+    print(f"{program}: error: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+NO_SPACE = "No space left on device"
+
+
+def full_disk(err: Exception) -> str | None:
+    """The one-line report of a write that found the disk full (TensorFlow's
+    ResourceExhaustedError or an OSError), naming the file; None for other errors."""
+    if isinstance(err, OSError) and err.errno == errno.ENOSPC:
+        where = err.filename or "a file"
+    elif NO_SPACE in str(err):
+        found = re.search(r"(\S+); " + NO_SPACE, str(err))
+        where = found.group(1) if found else "a file"
+    else:
+        return None
+    return (
+        f"no space left on the device writing {where}; free space and run it again "
+        "(the writes it finished are whole, the unfinished one was removed)"
+    )
 
 
 # Model metrics shown when present: ACT's mean ponder time (N + R) per stack.

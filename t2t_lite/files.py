@@ -20,9 +20,14 @@ def write_bytes_atomically(path: str, data: bytes) -> None:
     directory = os.path.dirname(path)
     if directory:
         tf.io.gfile.makedirs(directory)
-    with tf.io.gfile.GFile(path + ".tmp", "wb") as f:
-        f.write(data)
-    tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+    try:
+        with tf.io.gfile.GFile(path + ".tmp", "wb") as f:
+            f.write(data)
+        tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+    except Exception:  # a full disk: no temporary file left behind
+        if tf.io.gfile.exists(path + ".tmp"):
+            tf.io.gfile.remove(path + ".tmp")
+        raise
 
 
 def write_atomically(path: str, text: str) -> None:

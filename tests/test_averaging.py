@@ -97,7 +97,7 @@ def test_asking_for_more_checkpoints_than_kept_is_a_clear_error(tmp_path):
         averaging.run(str(tmp_path / "empty"), 2, [])
 
 
-class Killed(Exception):
+class Killed(BaseException):
     """Stands for a kill -9 at a chosen call: nothing after it runs."""
 
 

@@ -46,18 +46,24 @@ def write_shards(
     order, one shard in memory at a time (tensor2tensor shuffles its shards so).
     """
     tmp_paths = [f"{path}.incomplete" for path in paths]
-    writers = [tf.io.TFRecordWriter(path) for path in tmp_paths]
-    count = 0
     try:
-        for count, example in enumerate(examples, start=1):
-            writers[(count - 1) % len(writers)].write(serialize(example))
-    finally:
-        for writer in writers:
-            writer.close()
-    for index, (tmp, path) in enumerate(zip(tmp_paths, paths, strict=True)):
-        if shuffle_seed is not None:
-            _shuffle_file(tmp, [shuffle_seed, index])
-        tf.io.gfile.rename(tmp, path, overwrite=True)
+        writers = [tf.io.TFRecordWriter(path) for path in tmp_paths]
+        count = 0
+        try:
+            for count, example in enumerate(examples, start=1):
+                writers[(count - 1) % len(writers)].write(serialize(example))
+        finally:
+            for writer in writers:
+                writer.close()
+        for index, (tmp, path) in enumerate(zip(tmp_paths, paths, strict=True)):
+            if shuffle_seed is not None:
+                _shuffle_file(tmp, [shuffle_seed, index])
+            tf.io.gfile.rename(tmp, path, overwrite=True)
+    except Exception:  # a full disk, a generator's error: no .incomplete file left
+        for tmp in tmp_paths:
+            if tf.io.gfile.exists(tmp):
+                tf.io.gfile.remove(tmp)
+        raise
     return count
 
 

@@ -136,6 +136,21 @@ def write_replacing(output_path: str, names: list[str], tensors: list[tf.Tensor]
             "already there; remove its .data-* files"
         )
     temporary = f"{output_path}{TEMPORARY}{files.owner_tag()}"
+    try:
+        _write_shards(temporary, output_path, names, tensors, count)
+    except Exception:  # a full disk: this run's temporary files go
+        for path in tf.io.gfile.glob(f"{temporary}*"):
+            tf.io.gfile.remove(path)
+        raise
+    for path in tf.io.gfile.glob(f"{output_path}.data-?????-of-?????"):
+        if not path.endswith(f"-of-{count:05d}"):
+            tf.io.gfile.remove(path)
+
+
+def _write_shards(
+    temporary: str, output_path: str, names: list[str], tensors: list[tf.Tensor], count: int
+) -> None:
+    """`write_replacing`'s writes: `count` shards under `temporary`, renamed data first."""
     parts = [f"{temporary}-part{i}" for i in range(count)]
     for i, part in enumerate(parts):  # shard i holds every count-th tensor
         tf.raw_ops.SaveV2(
@@ -149,9 +164,6 @@ def write_replacing(output_path: str, names: list[str], tensors: list[tf.Tensor]
         suffix = f".data-{shard:05d}-of-{count:05d}"
         tf.io.gfile.rename(temporary + suffix, output_path + suffix, overwrite=True)
     tf.io.gfile.rename(temporary + ".index", output_path + ".index", overwrite=True)
-    for path in tf.io.gfile.glob(f"{output_path}.data-?????-of-?????"):
-        if not path.endswith(f"-of-{count:05d}"):
-            tf.io.gfile.remove(path)
 
 
 def _read(reader, path: str, key: str) -> np.ndarray:

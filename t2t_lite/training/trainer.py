@@ -55,6 +55,8 @@ class Trainer:
         self.manager = checkpoints.make_manager(
             self.checkpoint, self.save_dir, config.keep_checkpoint_max
         )
+        for path in checkpoints.remove_save_leftovers(self.save_dir):
+            logging.warning("Removed %s, left by a save that was interrupted.", path)
         # The chief's checkpoints, on every worker; a corrupt newest one is skipped.
         latest = checkpoints.restore_newest_readable(
             self.checkpoint, output_dir, self.model.weights
@@ -141,7 +143,7 @@ class Trainer:
                 f"{self._last_good()} Try a lower learning_rate_constant, more "
                 "learning_rate_warmup_steps or clip_grad_norm."
             )
-        self._good_checkpoint = self.manager.save(checkpoint_number=step)
+        self._good_checkpoint = checkpoints.save(self.manager, step)
         if not self.chief:  # a worker's copy only served the collective save
             tf.io.gfile.rmtree(self.save_dir)
 
