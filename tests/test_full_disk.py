@@ -29,11 +29,12 @@ def report(capsys, error: Exception) -> list[str]:
 
 def test_a_full_disk_is_one_line_naming_the_file(capsys):
     lines = report(capsys, tf.errors.ResourceExhaustedError(None, None, FULL))
-    assert lines == [
+    expected = (
         "t2t-train: error: no space left on the device writing /r/model.ckpt-2_temp/"
         "part.tempstate1; free space and run it again (the writes it finished are whole, "
         "the unfinished one was removed)"
-    ]
+    )
+    assert lines == [expected]
     lines = report(capsys, OSError(errno.ENOSPC, "No space left on device", "/r/metrics.json"))
     assert lines[0].startswith("t2t-train: error: no space left on the device writing /r/metrics")
     # Other resource errors (out of memory) stay tracebacks: they are not the user's.
