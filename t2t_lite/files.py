@@ -99,20 +99,24 @@ def _abandoned(tag: str, path: str, max_age_s: float) -> bool:
     return age > max_age_s
 
 
-def remove_leftovers(directory: str, prefix: str, max_age_s: float = 24 * 3600) -> list[str]:
+def remove_leftovers(
+    directory: str, prefix: str, max_age_s: float = 24 * 3600, anywhere: bool = False
+) -> list[str]:
     """Removes `prefix`<owner_tag>... files and directories left by killed runs -> removed.
 
     Only names made with `owner_tag` are considered: one from this host whose
-    process is gone, or from another host and older than max_age_s.
+    process is gone, or from another host and older than max_age_s. With
+    `anywhere`, `prefix` may follow any start (`<any name>prefix<owner_tag>...`).
     """
     removed = []
     if not tf.io.gfile.isdir(directory):
         return removed
     for name in tf.io.gfile.listdir(directory):
         name = name.rstrip("/")
-        if not name.startswith(prefix):
+        start = name.find(prefix) if anywhere else (0 if name.startswith(prefix) else -1)
+        if start < 0:
             continue
-        tag = name[len(prefix) :]
+        tag = name[start + len(prefix) :]
         path = os.path.join(directory, name)
         if _abandoned(tag, path, max_age_s):
             if tf.io.gfile.isdir(path):

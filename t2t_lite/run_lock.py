@@ -85,7 +85,12 @@ class RunLock:
         return ""
 
     def acquire(self) -> None:
-        """Takes the lock, or raises RunLockedError naming its live owner."""
+        """Takes the lock, or raises RunLockedError naming its live owner.
+
+        First removes `<lock>.<pid>@<host>@` files that a process killed
+        between writing and renaming its record left (dead owners only).
+        """
+        files.remove_leftovers(self.directory, f"{LOCK_FILE}.")
         owner = self.owner()
         unreadable = owner is None and tf.io.gfile.exists(self.path)
         if unreadable:

@@ -299,10 +299,12 @@ def test_averaging_and_export_clean_their_own_leftovers_only(copy_run, tmp_path)
     out.mkdir()
     for tag in (dead_tag, live_tag):
         (out / f"model.ckpt-800.incomplete-{tag}.index").write_text("")
+    (out / f"model.ckpt-600.incomplete-{dead_tag}-part0.index").write_text("")  # older step
     (out / "model.ckpt-800.incomplete-unrelated").write_text("")
     averaging.run(run_dir, 2, [], str(out / "model.ckpt-800"))
     names = sorted(os.listdir(out))
     assert f"model.ckpt-800.incomplete-{dead_tag}.index" not in names
+    assert f"model.ckpt-600.incomplete-{dead_tag}-part0.index" not in names
     assert f"model.ckpt-800.incomplete-{live_tag}.index" in names  # a running process's
     live.kill()
     assert "model.ckpt-800.incomplete-unrelated" in names  # not a name averaging makes

@@ -43,3 +43,16 @@ def test_a_lock_whose_pid_was_reused_is_stale(tmp_path, caplog):
     (tmp_path / run_lock.LOCK_FILE).write_text(json.dumps(record))
     with pytest.raises(run_lock.RunLockedError, match=f"pid {parent}"):
         run_lock.RunLock(str(tmp_path)).acquire()
+
+
+def test_a_dead_writers_temporary_lock_record_is_removed(tmp_path):
+    """A kill between writing `<lock>.<pid>@<host>@` and renaming it left that file
+    for good; a live process's temporary record is not touched."""
+    dead = tmp_path / f"{run_lock.LOCK_FILE}.{2**22 + 1}@{files.HOST}@"
+    live = tmp_path / f"{run_lock.LOCK_FILE}.{os.getppid()}@{files.HOST}@"
+    dead.write_text("{}")
+    live.write_text("{}")
+    lock = run_lock.RunLock(str(tmp_path))
+    lock.acquire()
+    lock.release()
+    assert sorted(os.listdir(tmp_path)) == [live.name]

@@ -97,7 +97,7 @@ def average(paths: list[str], output_path: str) -> None:
         tensors.append(value)
     directory = os.path.dirname(files.absolute(output_path))
     files.check_writable_dir(directory, "--output_path's directory")
-    files.remove_leftovers(directory, f"{os.path.basename(output_path)}{TEMPORARY}")
+    files.remove_leftovers(directory, TEMPORARY, anywhere=True)  # of any step's average
     write_replacing(output_path, names, tensors)
     # The directory's "checkpoint" file names it, so the directory works as
     # a --checkpoint_path too.
