@@ -78,6 +78,34 @@ def remove_save_leftovers(directory: str) -> list[str]:
     return removed
 
 
+def list_every_checkpoint(directory: str) -> list[str]:
+    """Rewrites `directory`'s `checkpoint` list to name every model.ckpt-<step> on
+    disk, newest last, when it names fewer -> the ones it lacked.
+
+    A kill between a save and the list's rewrite leaves a complete checkpoint
+    the list does not name, which the CheckpointManager would then never
+    delete; listed, it is kept or deleted like the others. Only the run's one
+    writer (the lock holder) calls it.
+    """
+    on_disk = by_step(directory)[::-1]  # oldest first
+    state = tf.train.get_checkpoint_state(directory)
+    listed = {os.path.basename(p) for p in state.all_model_checkpoint_paths} if state else set()
+    missing = [path for path in on_disk if os.path.basename(path) not in listed]
+    if missing:
+        # With each one's time: the manager deletes only checkpoints listed
+        # with a time after the list's last preserved one.
+        times = [tf.io.gfile.stat(path + ".index").mtime_nsec / 1e9 for path in on_disk]
+        preserved = state.last_preserved_timestamp if state else 0.0
+        tf.compat.v1.train.update_checkpoint_state(
+            directory,
+            on_disk[-1],
+            on_disk,
+            all_model_checkpoint_timestamps=[max(t, preserved + 1e-3) for t in times],
+            last_preserved_timestamp=preserved,
+        )
+    return missing
+
+
 # What reading a damaged checkpoint raises: TensorFlow's errors, and IndexError
 # ("Read less bytes than requested") for a truncated data file.
 UNREADABLE = (tf.errors.OpError, ValueError, AssertionError, IndexError)

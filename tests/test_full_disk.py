@@ -105,3 +105,23 @@ def test_a_failed_save_and_a_killed_ones_leftovers_are_removed(tmp_path):
         "model.ckpt-9_temp",
     ]
     assert os.listdir(run) == ["model.ckpt-8.index"]
+
+
+def test_a_checkpoint_the_list_does_not_name_is_listed(tmp_path):
+    """A kill between a save and the list's rewrite: model.ckpt-3 is complete but
+    unlisted, so the CheckpointManager would never delete it."""
+    run = str(tmp_path)
+    step = tf.Variable(0)
+    checkpoint = tf.train.Checkpoint(step=step)
+    manager = checkpoints.make_manager(checkpoint, run, max_to_keep=2)
+    for number in (1, 2):
+        manager.save(checkpoint_number=number)
+    checkpoint.write(f"{run}/model.ckpt-3")  # saved, not listed
+    assert checkpoints.list_every_checkpoint(run) == [f"{run}/model.ckpt-3"]
+    assert checkpoints.list_every_checkpoint(run) == []  # nothing more to add
+    manager = checkpoints.make_manager(checkpoint, run, max_to_keep=2)
+    manager.save(checkpoint_number=4)  # keeps 3 and 4, deletes 1 and 2
+    assert [os.path.basename(p) for p in checkpoints.by_step(run)] == [
+        "model.ckpt-4",
+        "model.ckpt-3",
+    ]

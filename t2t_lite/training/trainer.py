@@ -52,11 +52,13 @@ class Trainer:
         self.checkpoint = checkpoints.make_checkpoint(self.model, self.optimizer, self.step)
         # Every worker takes part in saving; only the chief's copy is kept.
         self.save_dir = distribution.worker_dir(output_dir, self.strategy)
+        for path in checkpoints.remove_save_leftovers(self.save_dir):
+            logging.warning("Removed %s, left by a save that was interrupted.", path)
+        for path in checkpoints.list_every_checkpoint(self.save_dir):
+            logging.warning("Listed %s, which a save that was interrupted left unlisted.", path)
         self.manager = checkpoints.make_manager(
             self.checkpoint, self.save_dir, config.keep_checkpoint_max
         )
-        for path in checkpoints.remove_save_leftovers(self.save_dir):
-            logging.warning("Removed %s, left by a save that was interrupted.", path)
         # The chief's checkpoints, on every worker; a corrupt newest one is skipped.
         latest = checkpoints.restore_newest_readable(
             self.checkpoint, output_dir, self.model.weights
