@@ -384,6 +384,11 @@ BAD_INPUTS = [
     ("t2t-export", ["--export_dir={f}"], "--export_dir '{f}' is a file"),
     ("t2t-decode", ["--output_dir={f}"], "experiment.json not found"),
     ("t2t-avg-checkpoints", ["--output_path={r}/model.ckpt-9"], "training run's directory"),
+    ("t2t-train", ["--hparams=hidden_size=16,hidden_size=32"], "'hidden_size' is given twice"),
+    ("t2t-train", ["--random_seed=-1"], "--random_seed must be in [0, 2**31)"),
+    ("t2t-decode", ["--output_dir={r}", "--decode_to_file={f}"], "is the input file"),
+    ("t2t-decode", ["--output_dir={r}", "--decode_hparams=temperature=inf"], "(temperature)"),
+    ("t2t-decode", ["--output_dir={r}", "--checkpoint_path={r}/model.ckpt-9"], "no checkpoint"),
 ]
 DEFAULTS = {
     "t2t-train": ["--problem=test_identity_small", "--model=transformer",
@@ -401,17 +406,32 @@ def test_bad_input_is_one_line_and_exit_1(binary, flags, expected, tmp_path, sma
     regular = tmp_path / "a_file"
     regular.write_text("x\n")
     run = tmp_path / "run"
-    if binary in ("t2t-export", "t2t-avg-checkpoints"):
+    if any("{r}" in flag for flag in flags + DEFAULTS[binary]):
         make_trainer(small_data, str(run), steps=2).train()
     names = {"f": str(regular), "r": str(run), "d": small_data, "o": str(tmp_path / "out")}
     given = [flag.format(**names) for flag in flags]
     keys = {flag.split("=")[0] for flag in given}
     defaults = [f.format(**names) for f in DEFAULTS[binary] if f.split("=")[0] not in keys]
+    before = snapshot(tmp_path, small_data)
     result = run_binary(binary, *defaults, *given)
     assert result.returncode == 1, result.stderr[-2000:]
     assert "Traceback" not in result.stderr
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith(f"{binary}: error: ") and expected.format(**names) in last
+    assert snapshot(tmp_path, small_data) == before  # nothing written, moved or removed
+
+
+def snapshot(*roots) -> dict[str, bytes]:
+    """Every file and directory under roots -> its bytes (b"/" for a directory)."""
+    found = {}
+    for root in map(str, roots):
+        for directory, subdirectories, names in os.walk(root):
+            for name in subdirectories:
+                found[os.path.join(directory, name)] = b"/"
+            for name in names:
+                with open(os.path.join(directory, name), "rb") as f:
+                    found[os.path.join(directory, name)] = f.read()
+    return found
 
 
 def test_small_user_mistakes_are_named(tmp_path):
