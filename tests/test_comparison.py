@@ -1,4 +1,6 @@
 import json
+import os
+import shutil
 
 import pytest
 
@@ -28,8 +30,10 @@ def test_table_sets_results_beside_the_paper():
     ]
     lines = comparison.markdown_table(rows).splitlines()
     assert len(lines) == 4
-    assert lines[2] == "| reverse | Transformer | 0.25 | 0.05 | 0.13 | 0.06 | 0.90 | - |"
-    assert lines[3] == "| copy | UT + ACT | 0.80 | 0.30 | 0.91 | 0.35 | 1.00 | 2.50 / 3.25 |"
+    assert lines[2] == "| reverse | Transformer | 0.25 | 0.05 | - | - | 0.13 | 0.06 | 0.90 | - |"
+    assert (
+        lines[3] == "| copy | UT + ACT | 0.80 | 0.30 | - | - | 0.91 | 0.35 | 1.00 | 2.50 / 3.25 |"
+    )
 
 
 def test_task_names():
@@ -53,9 +57,10 @@ def test_learning_to_execute_rows_sit_beside_tables_5_and_6():
         },
     ]
     lines = comparison.markdown_table(rows).splitlines()
-    assert lines[2] == "| LTE double | UT | 0.50 | 0.25 | 1.00 | 1.00 | 0.75 | - |"
+    assert lines[2] == "| LTE double | UT | 0.50 | 0.25 | - | - | 1.00 | 1.00 | 0.75 | - |"
     assert lines[3] == (
-        "| LTE program | Transformer, random offsets | 0.50 | 0.25 | 0.71 | 0.29 | 0.75 | - |"
+        "| LTE program | Transformer, random offsets | 0.50 | 0.25 | - | - | 0.71 | 0.29 "
+        "| 0.75 | - |"
     )
     # An LTE copy row is not Table 4's copy.
     assert comparison.paper_figures("lte_copy", "transformer") == (0.98, 0.63)
@@ -119,7 +124,7 @@ def test_several_seeds_print_median_and_range():
     }
     line = comparison.markdown_table([row]).splitlines()[2]
     assert line == (
-        "| reverse | UT + ACT | 0.40 [0.20, 0.60] | 0.10 [0.00, 0.30] | 0.96 | 0.46 "
+        "| reverse | UT + ACT | 0.40 [0.20, 0.60] | 0.10 [0.00, 0.30] | - | - | 0.96 | 0.46 "
         "| 0.90 [0.80, 1.00] | 3.00 [2.00, 4.00] / 3.00 [3.00, 3.00] |"
     )
     assert seed_stats.runs(row)[1] == (2, "b", row["results"][1])
@@ -170,3 +175,44 @@ def test_hparams_apply_to_every_run_after_the_entrys_own(monkeypatch):
     assert seen[1].position_start_index == "random" and seen[1].position_start_max == 400
     with pytest.raises(ValueError, match="max_length"):
         comparison.run(["lte_copy"], entries, "d", "o", config, hparams="max_length=-1")
+
+
+def test_coupled_entries_refuse_problems_other_than_reverse(tmp_path):
+    """position_coupling=reverse reads the source backwards: wrong for copy or addition."""
+    config = comparison.trainer.TrainConfig(train_steps=1)
+    entries = comparison.parse_entries(["universal_transformer_coupled"])
+    with pytest.raises(
+        ValueError, match="universal_transformer_coupled .* reverse problems only, not "
+    ):
+        comparison.run(["algorithmic_identity_decimal40"], entries, "", str(tmp_path), config)
+    assert not list(tmp_path.iterdir())  # refused before any data or training
+
+
+def test_greedy_figures_sit_beside_the_teacher_forced_ones(copy_run, tmp_path, monkeypatch):
+    """Greedy accuracy of the run's newest checkpoint, kept in the run directory
+    with its checkpoint's name: the table's second read decodes nothing."""
+    from t2t_lite.reproduction import greedy
+
+    data_dir, run_dir = copy_run
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in os.listdir(run_dir):  # the fixture's run is shared: work on a copy
+        if os.path.isfile(os.path.join(run_dir, name)):
+            shutil.copy(os.path.join(run_dir, name), run / name)
+    row = {"problem": "test_identity_small", "entry": comparison.ENTRIES["transformer"]}
+    row.update(results=results(0.9, 0.5, 1.0), run_dir=str(run))
+    comparison.add_greedy([row], data_dir, 20)
+    kept = json.loads((run / "greedy_test.json").read_text())
+    assert kept["examples"] == 20 and kept["checkpoint"] == "model.ckpt-800"
+    assert 0.0 <= kept["sequence_accuracy"] <= kept["char_accuracy"] <= 1.0
+    line = comparison.markdown_table([row]).splitlines()[2]
+    expected = f"{kept['char_accuracy']:.2f} | {kept['sequence_accuracy']:.2f}"
+    assert f"| 0.90 | 0.50 | {expected} |" in line
+
+    def no_decoding(*args):
+        raise AssertionError("decoded again")
+
+    monkeypatch.setattr(greedy.runner, "decode_split", no_decoding)
+    assert greedy.evaluate(str(run), data_dir, "test", 20) == kept
+    with pytest.raises(AssertionError, match="decoded again"):  # another count: decoded
+        greedy.evaluate(str(run), data_dir, "test", 10)

@@ -15,108 +15,17 @@ from absl import logging
 
 from t2t_lite import experiment, files
 from t2t_lite.data import problem as problem_lib
-from t2t_lite.reproduction import babi_report, seed_stats
+from t2t_lite.reproduction import babi_report, greedy, seed_stats
+from t2t_lite.reproduction.entries import (
+    ENTRIES,
+    Entry,
+    paper_figures,
+    parse_entries,
+    task_of,
+)
 from t2t_lite.run_dir import METRICS_FILE
 from t2t_lite.training import trainer
 from t2t_lite.visualization import curves, plots
-
-# UT paper, Table 4 (train length 40, test length 400): (char-acc, seq-acc).
-PAPER_TABLE4 = {
-    "copy": {"transformer": (0.53, 0.03), "universal_transformer": (0.91, 0.35)},
-    "reverse": {"transformer": (0.13, 0.06), "universal_transformer": (0.96, 0.46)},
-    "addition": {"transformer": (0.07, 0.0), "universal_transformer": (0.34, 0.02)},
-}
-TASKS = {"identity": "copy", "reverse": "reverse", "addition": "addition"}
-# UT paper, Tables 5 (memorization) and 6 (program evaluation), Learning to
-# Execute test sets: (char-acc, seq-acc).
-PAPER_LTE = {
-    "lte_copy": {"transformer": (0.98, 0.63), "universal_transformer": (1.0, 1.0)},
-    "lte_double": {"transformer": (0.94, 0.55), "universal_transformer": (1.0, 1.0)},
-    "lte_reverse": {"transformer": (0.81, 0.26), "universal_transformer": (1.0, 1.0)},
-    "lte_program": {"transformer": (0.71, 0.29), "universal_transformer": (0.89, 0.63)},
-    "lte_control": {"transformer": (0.93, 0.66), "universal_transformer": (1.0, 1.0)},
-    "lte_addition": {"transformer": (1.0, 1.0), "universal_transformer": (1.0, 1.0)},
-}
-# Offsets shared by encoder and decoder, below 400: past the 1..200 test positions.
-OFFSETS = "position_start_index=random,position_start_max=400"
-
-
-@dataclasses.dataclass(frozen=True)
-class Entry:
-    """A model to compare: a display label, a registered model, hparams set and overrides."""
-
-    label: str
-    model: str
-    hparams_set: str
-    paper_row: str  # key into PAPER_TABLE4's (and babi_report.PAPER_TABLE1's) rows
-    hparams: str = ""
-    babi_hparams_set: str = ""  # the set for bAbI problems ("": not for bAbI)
-
-    def hparams_set_for(self, problem: str) -> str:
-        """The hparams set for `problem`: bAbI problems (fact encoding) get their own."""
-        if problem_lib.get(problem).input_encoding != "facts":
-            return self.hparams_set
-        if not self.babi_hparams_set:
-            raise ValueError(f"--models: {self.label!r} has no bAbI configuration")
-        return self.babi_hparams_set
-
-
-ENTRIES = {
-    "transformer": Entry(
-        "Transformer",
-        "transformer",
-        "transformer_algorithmic_tiny",
-        "transformer",
-        babi_hparams_set="transformer_babi_tiny",
-    ),
-    "universal_transformer": Entry(
-        "UT",
-        "universal_transformer",
-        "universal_transformer_algorithmic_tiny",
-        "universal_transformer",
-        babi_hparams_set="universal_transformer_babi_tiny",
-    ),
-    "adaptive_universal_transformer": Entry(
-        "UT + ACT",
-        "universal_transformer",
-        "adaptive_universal_transformer_algorithmic_tiny",
-        "universal_transformer",
-        babi_hparams_set="adaptive_universal_transformer_babi_tiny",
-    ),
-    # The paper's trick for its algorithmic tasks: positions start at a random
-    # offset in training, so the test's longer lengths meet trained positions.
-    "universal_transformer_offsets": Entry(
-        "UT, random offsets",
-        "universal_transformer",
-        "universal_transformer_algorithmic_tiny",
-        "universal_transformer",
-        OFFSETS,
-    ),
-    # The same offsets for the Transformer: does the trick alone explain the UT's gain?
-    "transformer_offsets": Entry(
-        "Transformer, random offsets",
-        "transformer",
-        "transformer_algorithmic_tiny",
-        "transformer",
-        OFFSETS,
-    ),
-}
-
-
-def task_of(problem: str) -> str | None:
-    """algorithmic_reverse_decimal20 -> "reverse", lte_copy -> "LTE copy"; else None."""
-    parts = problem.split("_")
-    if len(parts) == 3 and parts[0] == "algorithmic":
-        return TASKS.get(parts[1])
-    if problem in PAPER_LTE:
-        return f"LTE {parts[1]}"
-    return None
-
-
-def paper_figures(problem: str, paper_row: str) -> tuple[float | None, float | None]:
-    """The paper's (char-acc, seq-acc) for a problem and model row, or (None, None)."""
-    table = PAPER_LTE.get(problem) or PAPER_TABLE4.get(task_of(problem), {})
-    return table.get(paper_row, (None, None))
 
 
 def babi_problems(problems: list[str]) -> bool:
@@ -125,14 +34,6 @@ def babi_problems(problems: list[str]) -> bool:
     if len(kinds) > 1:
         raise ValueError("--problems: compare bAbI problems and other problems separately")
     return kinds == {True}
-
-
-def parse_entries(names: list[str]) -> list[Entry]:
-    """Names of ENTRIES -> entries; an unknown name is an error listing the known ones."""
-    unknown = [n for n in names if n not in ENTRIES]
-    if unknown:
-        raise ValueError(f"--models: unknown {unknown}; known: {', '.join(ENTRIES)}")
-    return [ENTRIES[n] for n in names]
 
 
 def parse_seeds(texts: list[str]) -> list[int] | None:
@@ -170,6 +71,9 @@ def run(
     """
     seeds = list(seeds or [config.random_seed])
     keys = {entry: key for key, entry in ENTRIES.items()}
+    for problem in problems:
+        for entry in entries:
+            entry.check_problem(keys[entry], problem)
     experiments = [
         (
             problem,
@@ -218,13 +122,16 @@ def compare(
     config: trainer.TrainConfig,
     seeds: list[str] | None = None,
     hparams: str = "",
+    greedy_examples: int = 0,
 ) -> str:
     """t2t-compare: trains every model on every problem into output_dir; writes
     table.md there (and pictures) and returns its markdown.
 
     models: names of ENTRIES; seeds: --seeds texts. bAbI problems get Table 1's
     form and, per run, ponder maps in <run_dir>/ponder/; the others Table 4-6's
-    form with table.png and curves.png.
+    form with table.png and curves.png, and with greedy_examples != 0 the
+    greedy-decoded accuracy of that many test examples (< 0: all) beside the
+    teacher-forced one.
     """
     entries = parse_entries(models)
     seed_list = parse_seeds(seeds or [])
@@ -238,10 +145,21 @@ def compare(
                 ponder_dir = os.path.join(run_dir, "ponder")
                 babi_report.ponder_maps(run_dir, results, data_dir, ponder_dir)
     else:
+        if greedy_examples:
+            add_greedy(rows, data_dir, greedy_examples)
         table = markdown_table(rows)
         write_plots(rows, output_dir)
     files.write_atomically(os.path.join(output_dir, "table.md"), table + "\n")
     return table
+
+
+def add_greedy(rows: list[dict], data_dir: str, max_examples: int, split: str = "test") -> None:
+    """Adds greedy_accuracy and greedy_sequence_accuracy to each run's `split` results."""
+    for row in rows:
+        for _, run_dir, results in seed_stats.runs(row):
+            decoded = greedy.evaluate(run_dir, data_dir, split, max_examples)
+            results[split]["greedy_accuracy"] = decoded["char_accuracy"]
+            results[split]["greedy_sequence_accuracy"] = decoded["sequence_accuracy"]
 
 
 def _finished(run_dir: str, train_steps: int) -> dict | None:
@@ -260,7 +178,9 @@ def _cell(value: float | None) -> str:
 
 
 def _figure(row: dict, split: str, key: str) -> str:
-    """One metric of a row's split: the value, or median [min, max] over seeds."""
+    """One metric of a row's split: the value, or median [min, max] over seeds ("-": none)."""
+    if any(key not in results[split] for results in seed_stats.per_seed(row)):
+        return "-"
     return seed_stats.spread(seed_stats.values(row, lambda results: results[split][key]))
 
 
@@ -270,10 +190,10 @@ def markdown_table(rows: list[dict], long_split: str = "test", short_split: str 
     Rows of several seeds print each figure as "median [min, max]".
     """
     header = (
-        "| task | model | char-acc | seq-acc | paper char-acc | paper seq-acc "
-        "| seq-acc at training lengths | ponder time (enc/dec) |"
+        "| task | model | char-acc | seq-acc | greedy char-acc | greedy seq-acc "
+        "| paper char-acc | paper seq-acc | seq-acc at training lengths | ponder time (enc/dec) |"
     )
-    lines = [header, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [header, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for row in rows:
         entry = row["entry"]
         task = task_of(row["problem"])
@@ -284,10 +204,19 @@ def markdown_table(rows: list[dict], long_split: str = "test", short_split: str 
             if "encoder_ponder_time" in seed_stats.per_seed(row)[0][long_split]
             else "-"
         )
+        figures = [
+            _figure(row, long_split, key)
+            for key in (
+                "accuracy",
+                "sequence_accuracy",
+                "greedy_accuracy",
+                "greedy_sequence_accuracy",
+            )
+        ]
         lines.append(
-            f"| {task or row['problem']} | {entry.label} | {_figure(row, long_split, 'accuracy')} "
-            f"| {_figure(row, long_split, 'sequence_accuracy')} | {_cell(paper[0])} "
-            f"| {_cell(paper[1])} | {_figure(row, short_split, 'sequence_accuracy')} | {ponder} |"
+            f"| {task or row['problem']} | {entry.label} | {' | '.join(figures)} "
+            f"| {_cell(paper[0])} | {_cell(paper[1])} "
+            f"| {_figure(row, short_split, 'sequence_accuracy')} | {ponder} |"
         )
     return "\n".join(lines)
 
