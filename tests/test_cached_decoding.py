@@ -33,6 +33,9 @@ MODELS = {
     "transformer_coupled": lambda: transformer_model(position_coupling="reverse"),
     "ut_coupled": lambda: ut_model(position_coupling="reverse"),
     "adaptive_ut_coupled": lambda: ut_model(adaptive=True, position_coupling="reverse"),
+    "ut_addition_coupled": lambda: ut_model(  # 4 separates "3" from "5"
+        position_coupling="addition", position_separator_id=4
+    ),
     "adaptive_ut_basic_long": lambda: ut_model(
         adaptive=True, act_type="basic", act_halting_bias_init=-1.0, act_max_steps=6
     ),

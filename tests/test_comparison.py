@@ -177,15 +177,20 @@ def test_hparams_apply_to_every_run_after_the_entrys_own(monkeypatch):
         comparison.run(["lte_copy"], entries, "d", "o", config, hparams="max_length=-1")
 
 
-def test_coupled_entries_refuse_problems_other_than_reverse(tmp_path):
-    """position_coupling=reverse reads the source backwards: wrong for copy or addition."""
+def test_coupled_entries_couple_by_task_and_refuse_copy(tmp_path):
+    """Reverse and addition have a coupling (addition's names the problem's separator);
+    copy has none, and the refusal comes before any data or training."""
+    entry = comparison.ENTRIES["universal_transformer_coupled"]
+    assert entry.hparams_for("k", "algorithmic_reverse_decimal40").endswith(
+        "position_start_max=400,position_coupling=reverse"
+    )
+    assert entry.hparams_for("k", "algorithmic_addition_binary20").endswith(
+        "position_coupling=addition,position_separator_id=4"  # binary: 2 digits + 2 reserved
+    )
     config = comparison.trainer.TrainConfig(train_steps=1)
-    entries = comparison.parse_entries(["universal_transformer_coupled"])
-    with pytest.raises(
-        ValueError, match="universal_transformer_coupled .* reverse problems only, not "
-    ):
-        comparison.run(["algorithmic_identity_decimal40"], entries, "", str(tmp_path), config)
-    assert not list(tmp_path.iterdir())  # refused before any data or training
+    with pytest.raises(ValueError, match="reverse and addition problems only, not algorithmic_id"):
+        comparison.run(["algorithmic_identity_decimal40"], [entry], "", str(tmp_path), config)
+    assert not list(tmp_path.iterdir())
 
 
 def test_greedy_figures_sit_beside_the_teacher_forced_ones(copy_run, tmp_path, monkeypatch):

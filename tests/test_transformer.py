@@ -161,6 +161,31 @@ def test_coupled_positions_hold_in_evaluation_without_an_offset():
     np.testing.assert_allclose(logits, by_hand, atol=1e-5)
 
 
+def test_addition_coupling_restarts_source_positions_after_each_separator():
+    """Little-endian "31 + 452" (ids: digits 3.., separator 2): digits of equal
+    significance share a position, the separator and EOS sit one past their
+    number; a second separator restarts again; the decoder's stay consecutive."""
+    model = tiny_model(position_coupling="addition", position_separator_id=2)
+    inputs = tf.constant([[4, 5, 2, 6, 7, 8, 1], [4, 2, 5, 2, 6, 1, 0]])
+    positions = model.encoder_positions(inputs, 3).numpy().tolist()
+    assert positions == [[3, 4, 5, 3, 4, 5, 6], [3, 4, 3, 4, 3, 4, 5]]
+    encoded, bias = model.encode(inputs)
+    assert model.decoder_positions(4, bias, start=3) == 3
+    # The encoder runs on those positions' signal (evaluation: no offset).
+    from t2t_lite.layers import embedding
+
+    x = model.embedding.embed(inputs) + embedding.timing_signal_at(
+        model.encoder_positions(inputs), 16
+    )
+    by_hand = model.encoder(x, bias, training=False)
+    np.testing.assert_allclose(encoded.numpy(), by_hand.numpy(), atol=1e-5)
+    assert tiny_model().encoder_positions(inputs, 3) == 3
+    with pytest.raises(ValueError, match="position_separator_id >= 0"):
+        tiny_model(position_coupling="addition")
+    with pytest.raises(ValueError, match="only it takes one"):
+        tiny_model(position_separator_id=2)
+
+
 def test_coupling_needs_a_token_source_and_a_shared_offset():
     coupled = dataclasses.replace(
         transformer_hparams.transformer_test(), position_coupling="reverse"

@@ -180,7 +180,7 @@ class Transformer(keras.Model):
         the number of decoder rows when they are hypotheses, rows / B'
         consecutive ones per source (beam search).
         """
-        if self.hparams.position_coupling == "none":
+        if self.hparams.position_coupling != "reverse":
             return start + first
         symbols = tf.reduce_sum(tf.cast(tf.equal(encoder_bias[:, 0, 0, :], 0.0), tf.int32), 1) - 1
         if rows is not None:  # [B'] -> [rows]
@@ -189,12 +189,32 @@ class Transformer(keras.Model):
         steps = first + tf.range(length)[tf.newaxis]  # [1, length]
         return start + tf.where(steps < n, n - 1 - steps, steps)  # [B, length]
 
+    def encoder_positions(self, inputs: tf.Tensor, start: tf.Tensor | int = 0) -> tf.Tensor | int:
+        """The encoder's positions for inputs [B, S] from `start`: start itself
+        (consecutive positions) unless position_coupling="addition", then
+        explicit positions [B, S] that restart at start after each separator:
+        "3 1 + 4 5 EOS" -> start + [0, 1, 2, 0, 1, 2] (the separator and EOS
+        one past their number's last digit).
+        """
+        if self.hparams.position_coupling != "addition":
+            return start
+        length = tf.shape(inputs)[1]
+        index = tf.range(length)  # [S]
+        # A separator at j restarts the count at j + 1 (it ends its own number).
+        after = tf.where(tf.equal(inputs, self.hparams.position_separator_id), index + 1, 0)
+        before = index[:, tf.newaxis] < index[tf.newaxis]  # [S, S]: j < i
+        restart = tf.reduce_max(
+            tf.where(before[tf.newaxis], after[:, :, tf.newaxis], 0), axis=1
+        )  # [B, S(j), S(i)] -> [B, S]: the newest restart before each position
+        return start + index[tf.newaxis] - restart  # [B, S]
+
     def encode(
         self, inputs: tf.Tensor, training: bool = False, position_start: tf.Tensor | int = 0
     ) -> tuple[tf.Tensor, tf.Tensor]:
         """inputs [B, L] -> (encoded [B, S, C], encoder-decoder bias [B, 1, 1, S])."""
         if not self.has_encoder:
             return self.empty_memory(inputs)
+        position_start = self.encoder_positions(inputs, position_start)
         x, nonpadding = self.embed_inputs(inputs)
         x = self.input_dropout(
             x + tf.cast(timing_signal_like(x, position_start), x.dtype), training=training
@@ -250,7 +270,7 @@ class Transformer(keras.Model):
         """
         encoder_bias = cache[sequences.STATIC_CACHE]["encoder_bias"]
         position = index
-        if self.hparams.position_coupling != "none":  # [B, 1]: each row's coupled position
+        if self.hparams.position_coupling == "reverse":  # [B, 1]: each row's coupled position
             position = self.decoder_positions(1, encoder_bias, rows=tf.shape(ids)[0], first=index)
         x = self.embed_step(ids, position)
         x, cache = self.decoder.decode_step(x, index, cache, encoder_bias, position)

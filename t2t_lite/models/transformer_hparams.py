@@ -10,8 +10,11 @@ POSITION_STARTS = ("none", "random", "random_per_step")
 # Decoder positions tied to the source positions they read (position coupling,
 # Cho et al. 2024): "none", target t at position t; "reverse", target t < n at
 # n - 1 - t for a source of n symbols (the source symbol it copies) and the EOS
-# target at n (the source's EOS).
-POSITION_COUPLINGS = ("none", "reverse")
+# target at n (the source's EOS); "addition", source positions restart at 0
+# after each position_separator_id token, so with little-endian numbers the
+# digits of equal significance, and the target digit they sum to, share a
+# position (McLeish et al. 2024's per-number index, Cho et al.'s coupling).
+POSITION_COUPLINGS = ("none", "reverse", "addition")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +57,9 @@ class TransformerHParams:
     # n the source's symbol count, in training and evaluation alike; see
     # Transformer.decoder_positions.
     position_coupling: str = "none"
+    # "addition": the source token id after which positions restart (the
+    # algorithmic addition problems' "+", their separator_id).
+    position_separator_id: int = -1
 
     def __post_init__(self):
         require = hparams_lib.require
@@ -86,6 +92,12 @@ class TransformerHParams:
             "position_coupling, position_start_index",
             "coupled positions need one offset shared by encoder and decoder "
             "(position_start_index=none or random), not random_per_step",
+        )
+        require(
+            (self.position_coupling == "addition") == (self.position_separator_id >= 0),
+            "position_coupling, position_separator_id",
+            "position_coupling=addition needs position_separator_id >= 0 (the separator "
+            "token's id), and only it takes one",
         )
         require(
             self.norm_position in ("pre", "post"),

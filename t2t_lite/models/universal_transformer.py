@@ -90,6 +90,7 @@ class UniversalTransformer(transformer.Transformer):
         """
         if not self.has_encoder:
             return (*self.empty_memory(inputs), None)
+        position_start = self.encoder_positions(inputs, position_start)
         x, nonpadding = self.embed_inputs(inputs)  # [B, S, C], [B, S]
         bias = masks.nonpadding_bias(nonpadding)
         mask = nonpadding[..., tf.newaxis]  # [B, S, 1]

@@ -71,9 +71,6 @@ def run(
     """
     seeds = list(seeds or [config.random_seed])
     keys = {entry: key for key, entry in ENTRIES.items()}
-    for problem in problems:
-        for entry in entries:
-            entry.check_problem(keys[entry], problem)
     experiments = [
         (
             problem,
@@ -82,7 +79,9 @@ def run(
                 entry.model,
                 problem,
                 entry.hparams_set_for(problem),
-                ",".join(part for part in (entry.hparams, hparams) if part),
+                ",".join(
+                    part for part in (entry.hparams_for(keys[entry], problem), hparams) if part
+                ),
             ),
         )
         for problem in problems

@@ -30,8 +30,6 @@ PAPER_LTE = {
 # Offsets shared by encoder and decoder, below 400: past the 1..200 test positions
 # of the length-20 problems, and covering the 1..400 of the length-40 ones.
 OFFSETS = "position_start_index=random,position_start_max=400"
-# Decoder positions coupled to the source positions they read (reverse only).
-COUPLED = f"{OFFSETS},position_coupling=reverse"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,15 +42,25 @@ class Entry:
     paper_row: str  # key into PAPER_TABLE4's (and babi_report.PAPER_TABLE1's) rows
     hparams: str = ""
     babi_hparams_set: str = ""  # the set for bAbI problems ("": not for bAbI)
-    tasks: tuple[str, ...] = ()  # the only Table 4 tasks it applies to (): any)
+    coupled: bool = False  # position coupling for the problem's task (`hparams_for`)
 
-    def check_problem(self, key: str, problem: str) -> None:
-        """A ValueError when the entry's hparams do not apply to `problem`."""
-        if self.tasks and task_of(problem) not in self.tasks:
+    def hparams_for(self, key: str, problem: str) -> str:
+        """The entry's overrides for `problem`: with `coupled`, the coupling of its
+        task (reverse, or addition with the problem's separator); an error for others."""
+        if not self.coupled:
+            return self.hparams
+        task = task_of(problem)
+        if task == "reverse":
+            coupling = "position_coupling=reverse"
+        elif task == "addition":
+            separator = problem_lib.get(problem).separator_id
+            coupling = f"position_coupling=addition,position_separator_id={separator}"
+        else:
             raise ValueError(
-                f"--models: {key} ({self.hparams}) applies to {' and '.join(self.tasks)} "
-                f"problems only, not {problem}"
+                f"--models: {key} couples positions for reverse and addition problems "
+                f"only, not {problem}"
             )
+        return ",".join(part for part in (self.hparams, coupling) if part)
 
     def hparams_set_for(self, problem: str) -> str:
         """The hparams set for `problem`: bAbI problems (fact encoding) get their own."""
@@ -111,23 +119,24 @@ ENTRIES = {
         "universal_transformer",
         "position_start_index=random_per_step",
     ),
-    # Beyond the paper (Cho et al. 2024): target t at the position of the source
-    # symbol it reverses, EOS at the source's EOS; docs/reproduction.md, round 3.
+    # Beyond the paper (Cho et al. 2024): reverse puts target t at the position of
+    # the source symbol it reverses, EOS at the source's EOS; addition gives digits
+    # of equal significance one position. docs/reproduction.md, round 3.
     "universal_transformer_coupled": Entry(
         "UT, coupled positions",
         "universal_transformer",
         "universal_transformer_algorithmic_tiny",
         "universal_transformer",
-        COUPLED,
-        tasks=("reverse",),
+        OFFSETS,
+        coupled=True,
     ),
     "transformer_coupled": Entry(
         "Transformer, coupled positions",
         "transformer",
         "transformer_algorithmic_tiny",
         "transformer",
-        COUPLED,
-        tasks=("reverse",),
+        OFFSETS,
+        coupled=True,
     ),
 }
 
