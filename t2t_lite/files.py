@@ -20,13 +20,22 @@ def write_bytes_atomically(path: str, data: bytes) -> None:
     directory = os.path.dirname(path)
     if directory:
         tf.io.gfile.makedirs(directory)
-    try:
+    with removed_on_failure([path + ".tmp"]):
         with tf.io.gfile.GFile(path + ".tmp", "wb") as f:
             f.write(data)
         tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
-    except Exception:  # a full disk: no temporary file left behind
-        if tf.io.gfile.exists(path + ".tmp"):
-            tf.io.gfile.remove(path + ".tmp")
+
+
+@contextlib.contextmanager
+def removed_on_failure(paths: list[str]) -> Iterator[None]:
+    """Removes the temporary `paths` that exist when the block fails (a full disk,
+    a generator's error), then re-raises: no unfinished file is left behind."""
+    try:
+        yield
+    except Exception:
+        for path in paths:
+            if tf.io.gfile.exists(path):
+                tf.io.gfile.remove(path)
         raise
 
 

@@ -7,6 +7,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from t2t_lite import files
+
 FEATURES = ("inputs", "targets")
 
 
@@ -46,7 +48,7 @@ def write_shards(
     order, one shard in memory at a time (tensor2tensor shuffles its shards so).
     """
     tmp_paths = [f"{path}.incomplete" for path in paths]
-    try:
+    with files.removed_on_failure(tmp_paths):
         writers = [tf.io.TFRecordWriter(path) for path in tmp_paths]
         count = 0
         try:
@@ -59,11 +61,6 @@ def write_shards(
             if shuffle_seed is not None:
                 _shuffle_file(tmp, [shuffle_seed, index])
             tf.io.gfile.rename(tmp, path, overwrite=True)
-    except Exception:  # a full disk, a generator's error: no .incomplete file left
-        for tmp in tmp_paths:
-            if tf.io.gfile.exists(tmp):
-                tf.io.gfile.remove(tmp)
-        raise
     return count
 
 
@@ -84,13 +81,13 @@ def parse(serialized: tf.Tensor, vocab_size: int | None = None) -> dict[str, tf.
     """
     spec = {key: tf.io.RaggedFeature(tf.int64) for key in FEATURES}
     parsed = tf.io.parse_single_example(serialized, spec)
+    checks = []
     if vocab_size is not None:
         ids = tf.concat([parsed[key] for key in FEATURES], 0)
         inside = tf.reduce_all((ids >= 0) & (ids < vocab_size))
-        check = tf.debugging.Assert(inside, [f"{OUTSIDE} [0, {vocab_size})"])
-        with tf.control_dependencies([check]):
-            return {key: tf.cast(parsed[key], tf.int32) for key in FEATURES}
-    return {key: tf.cast(parsed[key], tf.int32) for key in FEATURES}
+        checks.append(tf.debugging.Assert(inside, [f"{OUTSIDE} [0, {vocab_size})"]))
+    with tf.control_dependencies(checks):
+        return {key: tf.cast(parsed[key], tf.int32) for key in FEATURES}
 
 
 def read_records(path: str) -> Iterator[dict[str, list[int]]]:
