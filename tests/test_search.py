@@ -181,3 +181,49 @@ def test_beam_search_reorders_the_cache_with_its_beams(batch_size, monkeypatch):
     assert mismatches() == 0
     monkeypatch.setattr(search, "_reorder", lambda cache, rows: cache)
     assert mismatches() > 0
+
+
+@pytest.mark.parametrize("width", [1024, 1000, 3001])
+def test_exact_top_k_equals_tf_top_k_ties_included(width):
+    rng = np.random.default_rng(width)
+    rows = [
+        rng.normal(size=width),  # distinct values
+        np.round(rng.normal(size=width)),  # many ties: the lower index must come first
+        np.full(width, -np.inf),  # all equal (-inf): indices 0..k-1, none from the padding
+        np.where(rng.random(width) < 0.99, -np.inf, rng.normal(size=width)),  # few finite
+        np.zeros(width),
+    ]
+    x = tf.constant(np.stack(rows), tf.float32)
+    values, indices = search.exact_top_k(x, 8)
+    expected = tf.math.top_k(x, k=8)
+    np.testing.assert_array_equal(indices.numpy(), expected.indices.numpy())
+    np.testing.assert_array_equal(values.numpy(), expected.values.numpy())
+    assert indices.numpy().max() < width
+
+
+def test_exact_top_k_keeps_narrow_rows_on_tf_top_k(monkeypatch):
+    calls = []
+    monkeypatch.setattr(
+        search.tf.math, "top_k", lambda x, k: calls.append(x.shape) or tf.nn.top_k(x, k=k)
+    )
+    search.exact_top_k(tf.zeros([2, 100]), 8)  # narrower than CHUNK * k * 4
+    assert calls == [tf.TensorShape([2, 100])]
+
+
+def test_beam_search_over_a_wide_vocabulary_equals_plain_top_k(monkeypatch):
+    """A 600-symbol vocabulary takes the chunked top-k; the hypotheses and scores
+    are those of tf.math.top_k over every candidate."""
+    vocab, k = 600, 4
+    table = tf.constant(np.random.default_rng(3).normal(size=[vocab, vocab]) * 3, tf.float32)
+
+    def step_fn(ids, index, cache):
+        return tf.gather(table, ids), cache
+
+    def run():
+        return search.beam_search(step_fn, cache_for(3), 3, 6, k, 0.6)
+
+    ids, scores = run()
+    monkeypatch.setattr(search, "exact_top_k", lambda x, n: tf.math.top_k(x, k=n))
+    plain_ids, plain_scores = run()
+    np.testing.assert_array_equal(ids.numpy(), plain_ids.numpy())
+    np.testing.assert_array_equal(scores.numpy(), plain_scores.numpy())

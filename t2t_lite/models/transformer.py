@@ -246,12 +246,13 @@ class Transformer(keras.Model):
         """Decoding state for up to max_length target positions (None: caches
         that grow by one position per step, for loops with shape invariants,
         `attention.shape_invariants`; not for XLA): the decoder
-        stack's caches, with the encoder bias among the static entries
-        (sequences.STATIC_CACHE). Every entry is batch-major, so beam search
-        can gather it by beam.
+        stack's caches, with the encoder bias and the transposed softmax
+        matrix among the static entries (sequences.STATIC_CACHE). Every other
+        entry is batch-major, so beam search can gather it by beam.
         """
         cache = self.decoder.initial_cache(encoded, max_length)
         cache[sequences.STATIC_CACHE]["encoder_bias"] = encoder_bias
+        cache[sequences.STATIC_CACHE]["softmax_kernel"] = self.embedding.softmax_kernel()
         return cache
 
     def embed_step(self, ids: tf.Tensor, position: tf.Tensor) -> tf.Tensor:
@@ -274,7 +275,8 @@ class Transformer(keras.Model):
             position = self.decoder_positions(1, encoder_bias, rows=tf.shape(ids)[0], first=index)
         x = self.embed_step(ids, position)
         x, cache = self.decoder.decode_step(x, index, cache, encoder_bias, position)
-        return self.embedding.logits(x)[:, 0], cache
+        kernel = cache[sequences.STATIC_CACHE]["softmax_kernel"]
+        return self.embedding.logits(x, kernel)[:, 0], cache
 
     def call(self, features, training=False):
         return self.forward(features, training=training)[0]
