@@ -4,7 +4,7 @@ For each shape (a Transformer hparams set with random weights), search
 (greedy, beam 4) and batch size, one JSON line: output tokens/s of
 t2t-decode's in-process search (`Decoder.search`, its defaults), of the
 exported SavedModel's `serving_default` (text in, text out: what TF Serving
-runs), and of CTranslate2 (fp32, `--ct2_threads` threads) running the model
+runs; as exported by default, and with `--xla_max_rows`), and of CTranslate2 (fp32, `--ct2_threads` threads) running the model
 `t2t-export --format=ctranslate2` writes from the same weights; ratios are
 t2t_lite over CTranslate2. Every output is forced to `--output_length`
 symbols (EOS masked before, then EOS), so all three do the same steps.
@@ -92,12 +92,14 @@ def measure(model, symbols, translator, inputs, beam_size: int) -> dict:
     }
     if FLAGS.serving:
         tokenizer = graph_tokenizer.SymbolTokenizer(symbols, 2)
-        module = serving.ServingModule(model, tokenizer, hp, len(tokens))
-        saved = tempfile.mkdtemp(prefix="bench-sm-")
-        tf.saved_model.save(module, saved, signatures=module.signatures())
-        serve = tf.saved_model.load(saved).signatures[serving.TEXT_SIGNATURE]
         text = tf.constant([" ".join(row) for row in source])
-        rates["serving"] = median_rate(lambda: serve(inputs=text)["outputs"].numpy(), total)
+        # The default export, and one with t2t-export --xla_max_rows=XLA_MAX_ROWS.
+        for name, xla_rows in (("serving", 0), ("serving_xla", decoder_lib.XLA_MAX_ROWS)):
+            module = serving.ServingModule(model, tokenizer, hp, len(tokens), xla_rows)
+            saved = tempfile.mkdtemp(prefix="bench-sm-")
+            tf.saved_model.save(module, saved, signatures=module.signatures())
+            serve = tf.saved_model.load(saved).signatures[serving.TEXT_SIGNATURE]
+            rates[name] = median_rate(lambda: serve(inputs=text)["outputs"].numpy(), total)
     return {
         "search": "greedy" if beam_size == 1 else f"beam{beam_size}",
         "batch_size": batch_size,

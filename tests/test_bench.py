@@ -92,7 +92,7 @@ def test_the_decoding_benchmark_runs_against_ctranslate2_through_public_entry_po
     assert [row["search"] for row in rows] == ["greedy", "beam2"]
     for row in rows:
         assert row["output_tokens"] == 7
-        for key in ("t2t_decode", "serving"):
+        for key in ("t2t_decode", "serving", "serving_xla"):
             assert row[f"{key}_tokens_per_sec"] > 0 and row[f"{key}_over_ctranslate2"] > 0
 
 

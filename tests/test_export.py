@@ -103,6 +103,33 @@ def test_a_fresh_process_serves_what_t2t_decode_decodes(exported, in_process):
     assert answers[1]["status"] == ["ok"] * 3
 
 
+def xla_functions(export_path: str) -> int:
+    """Functions of the export's graph that TensorFlow must compile with XLA."""
+    saved = saved_model_pb2.SavedModel()
+    with tf.io.gfile.GFile(os.path.join(export_path, "saved_model.pb"), "rb") as f:
+        saved.ParseFromString(f.read())
+    library = saved.meta_graphs[0].graph_def.library
+    return sum(f.attr["_XlaMustCompile"].b for f in library.function)
+
+
+def test_small_batches_run_xla_compiled_when_asked_and_serve_the_same(
+    exported, copy_run, in_process, tmp_path
+):
+    _, run_dir = copy_run
+    compiled = exporter.export(run_dir, str(tmp_path), overrides=EXPORT_HPARAMS, xla_max_rows=4)
+    assert xla_functions(exported) == 0  # the default: stock TF Serving runs it
+    assert xla_functions(compiled) >= 1
+    # Beam 2: one and two inputs (2 and 4 rows) are compiled, three are not.
+    batches = [["3 1 2"], ["0 1 2 3 3", "2"], ["0 1 2 3 3", "2", "1 0"]]
+    answers = serve(compiled, [("serving_default", batch) for batch in batches])
+    for answer, batch in zip(answers, batches, strict=True):
+        assert_same(answer, in_process(batch))
+    ids = serve(compiled, [("decode_ids", [[5, 3, 4, 0, 0, 0, 0, 0, 0]])])[0]
+    assert ids["scores"] == pytest.approx([in_process(["3 1 2"])[0][1]], abs=1e-4)
+    with pytest.raises(ValueError, match="--xla_max_rows"):
+        exporter.export(run_dir, str(tmp_path), xla_max_rows=4, export_format="ctranslate2")
+
+
 def test_the_ids_signature_decodes_padded_ids(exported, in_process):
     # Rows end at their first PAD or EOS: [5 3 4], [2], [3 2].
     batch = [[5, 3, 4, 0, 0], [2, 1, 3, 0, 0], [3, 2, 1, 0, 0]]

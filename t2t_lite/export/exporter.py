@@ -71,6 +71,7 @@ def export(
     version: int = 0,
     data_dir: str = "",
     export_format: str = SAVED_MODEL,
+    xla_max_rows: int = 0,
 ) -> str:
     """Writes export_dir/<version> (default: one past the newest) and returns its path.
 
@@ -80,6 +81,10 @@ def export(
     """
     if export_format not in FORMATS:
         raise ValueError(f"--format must be one of {', '.join(FORMATS)}, got {export_format!r}")
+    if xla_max_rows < 0 or (xla_max_rows and export_format != SAVED_MODEL):
+        raise ValueError(
+            f"--xla_max_rows must be >= 0, and 0 unless --format={SAVED_MODEL}, got {xla_max_rows}"
+        )
     hp = decode_hparams(overrides)
     files.check_writable_dir(export_dir, "--export_dir")
     existing = versions(export_dir)
@@ -107,7 +112,10 @@ def export(
     }
     try:
         if export_format == SAVED_MODEL:
-            _write_saved_model(temporary, model, tokenizer, hp, problem.vocab_size, metadata)
+            metadata["xla_max_rows"] = xla_max_rows
+            _write_saved_model(
+                temporary, model, tokenizer, hp, problem.vocab_size, metadata, xla_max_rows
+            )
             last = "saved_model.pb"
         else:
             _write_ctranslate2(temporary, model, tokenizer.vocabulary(), hp, metadata)
@@ -120,8 +128,10 @@ def export(
     return final
 
 
-def _write_saved_model(temporary, model, tokenizer, hp, vocab_size: int, metadata: dict) -> None:
-    module = serving.ServingModule(model, tokenizer, hp, vocab_size)
+def _write_saved_model(
+    temporary, model, tokenizer, hp, vocab_size: int, metadata: dict, xla_max_rows: int
+) -> None:
+    module = serving.ServingModule(model, tokenizer, hp, vocab_size, xla_max_rows)
     with _logging_kept():
         tf.saved_model.save(module, temporary, signatures=module.signatures())
     metadata = {

@@ -40,14 +40,21 @@ class ServingModule(tf.Module):
         tokenizer: graph_tokenizer.GraphTokenizer,
         hp: decoder_lib.DecodeHParams,
         vocab_size: int,
+        xla_max_rows: int = 0,
     ):
+        """xla_max_rows: searches of at most this many rows (inputs x beam_size)
+        run XLA-compiled, their inputs padded to doubling row counts and lengths
+        (few compiled shapes); TF Serving then needs --xla_cpu_compilation_enabled.
+        0: never (stock TF Serving runs the graph as saved)."""
         super().__init__()
         # The model's variables are tracked, not the Keras model itself: saving
         # a tracked Keras model would also trace its own default signature.
         self.model_variables = list(model.variables)
         self.tokenizer = tokenizer
-        # Not XLA-compiled: stock TF Serving runs the graph as saved.
         self._decoder = decoder_lib.Decoder(model, hp, xla_compile=False)
+        self._xla_decoder = decoder_lib.Decoder(model, hp, xla_compile=True)
+        self._xla_max_rows = xla_max_rows
+        self._beam_size = hp.beam_size
         self._max_input_length = hp.max_input_length
         self._vocab_size = vocab_size
         self.serve_text = tf.function(
@@ -97,7 +104,7 @@ class ServingModule(tf.Module):
         dense += sequences.EOS_ID * tf.one_hot(
             kept, tf.shape(dense)[1], dtype=tf.int32
         )  # EOS at kept
-        hypotheses, scores = self._decoder.search_ids(dense)  # [N, K, T], [N, K]
+        hypotheses, scores = self._search(dense)  # [N, K, T], [N, K]
         best = hypotheses[:, 0]  # [N, T]
         out_lengths = sequences.symbol_lengths(best)  # [N]
         outputs = tf.RaggedTensor.from_tensor(best, lengths=tf.where(accepted, out_lengths, 0))
@@ -106,3 +113,32 @@ class ServingModule(tf.Module):
         )
         scores = tf.where(accepted, scores[:, 0], tf.where(known, 0.0, REJECTED_SCORE))
         return outputs, scores, status
+
+    def _search(self, dense: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """dense [N, S] -> the decoder's search; XLA-compiled for few enough rows."""
+        if self._xla_max_rows < self._beam_size:
+            return self._decoder.search_ids(dense)
+        rows, length = tf.shape(dense)[0], tf.shape(dense)[1]
+
+        def compiled():
+            padded_rows = _doubling(rows, 1)
+            # Filler rows are empty inputs (EOS only), as t2t-decode's batches.
+            filler = tf.one_hot(tf.zeros([padded_rows - rows], tf.int32), length, dtype=tf.int32)
+            padded = tf.concat([dense, filler * sequences.EOS_ID], axis=0)  # [N', S]
+            padded = tf.pad(
+                padded, [[0, 0], [0, _doubling(length, sequences.BUCKET_MULTIPLE) - length]]
+            )
+            hypotheses, scores = self._xla_decoder.search(padded)  # [N', K, T'], [N', K]
+            return hypotheses[:rows], scores[:rows]
+
+        return tf.cond(
+            rows * self._beam_size <= self._xla_max_rows,
+            compiled,
+            lambda: self._decoder.search_ids(dense),
+        )
+
+
+def _doubling(n: tf.Tensor, smallest: int) -> tf.Tensor:
+    """The smallest of smallest * 2**i (i >= 0) that is >= n."""
+    sizes = tf.constant([smallest * 2**i for i in range(31 - smallest.bit_length())])
+    return tf.gather(sizes, tf.argmax(tf.cast(sizes >= n, tf.int32), output_type=tf.int32))
