@@ -99,7 +99,9 @@ def measure(model, symbols, translator, inputs, beam_size: int) -> dict:
             saved = tempfile.mkdtemp(prefix="bench-sm-")
             tf.saved_model.save(module, saved, signatures=module.signatures())
             serve = tf.saved_model.load(saved).signatures[serving.TEXT_SIGNATURE]
-            rates[name] = median_rate(lambda: serve(inputs=text)["outputs"].numpy(), total)
+            rates[name] = median_rate(
+                lambda serve=serve: serve(inputs=text)["outputs"].numpy(), total
+            )
     return {
         "search": "greedy" if beam_size == 1 else f"beam{beam_size}",
         "batch_size": batch_size,

@@ -125,3 +125,24 @@ def test_the_training_throughput_benchmark_prints_its_line(tmp_path):
         script="train_throughput.py",
     )  # fmt: skip
     assert result["benchmark"] == "train_throughput"
+
+
+@pytest.mark.slow
+def test_the_decoding_profile_prints_op_times_through_public_entry_points(tmp_path):
+    (row,) = run_bench(
+        tmp_path,
+        "--hparams_set=transformer_test",
+        "--vocab_size=20",
+        "--batch_size=2",
+        "--beam_size=2",
+        "--input_length=4",
+        "--output_length=6",
+        "--xla=off",
+        "--by_node=ConcatV2",
+        "--top=1000",
+        script="profile_decode.py",
+    )
+    assert row["steps"] == 7 and row["ops_per_step"] > 10 and row["wall_seconds_per_call"] > 0
+    assert "MatMul" in row["op_ms"] or "Einsum" in row["op_ms"]
+    # Appends to the growing caches, listed by node: one per cache and step.
+    assert any(name.endswith(":ConcatV2") for name in row["op_ms"])
