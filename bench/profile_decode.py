@@ -58,8 +58,6 @@ def op_times(logdir: str, by_node: set[str]) -> tuple[dict[str, float], int]:
                 # TensorFlow ops only: not whole functions, executor or process events.
                 if not op.isidentifier() or op in ("Run", "Process") or "__inference" in node:
                     continue
-                if os.environ.get("PROFILE_DEBUG"):
-                    print(repr(name)[:100], file=sys.stderr)
                 times[name if op in by_node else op] += event.duration_ps / 1e9
                 count += 1
     return dict(times), count
