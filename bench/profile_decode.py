@@ -12,7 +12,6 @@ types, or of single graph nodes for the types named in `--by_node`.
 """
 
 import collections
-import glob
 import json
 import os
 import statistics
@@ -39,11 +38,12 @@ flags.DEFINE_integer("seed", 1, "Seeds the random weights and inputs.")
 
 def op_times(logdir: str, by_node: set[str]) -> tuple[dict[str, float], int]:
     """{op type or node: milliseconds} over the host's threads, and the op count."""
+    import tensorflow as tf
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     space = xplane_pb2.XSpace()
-    (path,) = glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True)
-    with open(path, "rb") as f:
+    (path,) = tf.io.gfile.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb"))
+    with tf.io.gfile.GFile(path, "rb") as f:
         space.ParseFromString(f.read())
     times, count = collections.Counter(), 0
     for plane in space.planes:
