@@ -75,3 +75,18 @@ def transformer_flops_per_token(
     dense = 2 * (r * n_enc + n_dec + d * vocab)
     attention = 4 * d * (enc_layers * r * src_len + dec_layers * (tgt_len + src_len))
     return 3.0 * (dense + attention)
+
+
+def random_transformer(hparams_set: str, vocab_size: int, seed: int):
+    """A built Transformer of `hparams_set` with seeded random weights (decoding benchmarks)."""
+    import keras
+
+    from t2t_lite import checkpoints, experiment
+
+    exp = experiment.Experiment.resolve(
+        "transformer", "algorithmic_identity_decimal40", hparams_set
+    )
+    keras.utils.set_random_seed(seed)
+    model = exp.build_model(vocab_size)
+    checkpoints.build_model(model)
+    return model

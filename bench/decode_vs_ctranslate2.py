@@ -120,22 +120,16 @@ def main(argv):
     del argv
     import common
     import ctranslate2
-    import keras
     import numpy as np
 
-    from t2t_lite import checkpoints, experiment, sequences
+    from t2t_lite import sequences
     from t2t_lite.export import ctranslate2_model
 
     rng = np.random.default_rng(FLAGS.seed)
     for shape in FLAGS.shapes:
         hparams_set, vocab_size = shape.split(":")
         vocab_size = int(vocab_size)
-        exp = experiment.Experiment.resolve(
-            "transformer", "algorithmic_identity_decimal40", hparams_set
-        )
-        keras.utils.set_random_seed(FLAGS.seed)
-        model = exp.build_model(vocab_size)
-        checkpoints.build_model(model)
+        model = common.random_transformer(hparams_set, vocab_size, FLAGS.seed)
         symbols = [f"w{i}" for i in range(vocab_size - 2)]
         tokens = [sequences.PAD_TOKEN, sequences.EOS_TOKEN, *symbols]
         ct2_dir = tempfile.mkdtemp(prefix="bench-ct2-")

@@ -66,19 +66,12 @@ def op_times(logdir: str, by_node: set[str]) -> tuple[dict[str, float], int]:
 def main(argv):
     del argv
     import common
-    import keras
     import numpy as np
     import tensorflow as tf
 
-    from t2t_lite import checkpoints, experiment
     from t2t_lite.decoding import decoder as decoder_lib
 
-    exp = experiment.Experiment.resolve(
-        "transformer", "algorithmic_identity_decimal40", FLAGS.hparams_set
-    )
-    keras.utils.set_random_seed(FLAGS.seed)
-    model = exp.build_model(FLAGS.vocab_size)
-    checkpoints.build_model(model)
+    model = common.random_transformer(FLAGS.hparams_set, FLAGS.vocab_size, FLAGS.seed)
     rng = np.random.default_rng(FLAGS.seed)
     inputs = rng.integers(2, FLAGS.vocab_size, [FLAGS.batch_size, FLAGS.input_length]).tolist()
     hp = decoder_lib.DecodeHParams(
