@@ -31,6 +31,10 @@ MODELS = {
     "adaptive_ut": lambda: ut_model(adaptive=True),
     "adaptive_ut_sepconv": lambda: ut_model(adaptive=True, transformer_ffn_type="sepconv"),
     "transformer_coupled": lambda: transformer_model(position_coupling="reverse"),
+    "transformer_every_layer": lambda: transformer_model(position_every_layer=True),
+    "transformer_coupled_every_layer": lambda: transformer_model(
+        position_coupling="reverse", position_every_layer=True
+    ),
     "ut_coupled": lambda: ut_model(position_coupling="reverse"),
     "adaptive_ut_coupled": lambda: ut_model(adaptive=True, position_coupling="reverse"),
     "ut_addition_coupled": lambda: ut_model(  # 4 separates "3" from "5"

@@ -189,3 +189,19 @@ def test_a_ctranslate2_export_is_written_through_gfile(copy_run):
     assert names == ["1"]
     for name in ("config.json", "model.bin", "shared_vocabulary.json"):
         assert tf.io.gfile.stat(f"{path}/{name}").length > 0
+
+
+@pytest.mark.parametrize(
+    "overrides, named",
+    [
+        ({"position_coupling": "reverse"}, "position_coupling='reverse'"),
+        ({"position_every_layer": True}, "position_every_layer=True"),
+    ],
+)
+def test_positions_ctranslate2_cannot_express_are_refused(overrides, named):
+    from test_transformer import tiny_model
+
+    model = tiny_model(**overrides)
+    with pytest.raises(ValueError, match=named) as refused:
+        ctranslate2_model.build_spec(model, [str(i) for i in range(11)], 64)
+    assert "--format=saved_model" in str(refused.value)

@@ -186,6 +186,48 @@ def test_addition_coupling_restarts_source_positions_after_each_separator():
         tiny_model(position_separator_id=2)
 
 
+def test_position_every_layer_adds_the_signal_before_each_block():
+    """With position_every_layer, each block after the first reads the position
+    signal again (by hand: block(x + signal)); the encoder's on the coupled
+    addition positions. Without it, the same weights give other outputs."""
+    from t2t_lite.layers import embedding
+
+    keras.utils.set_random_seed(5)
+    model = tiny_model(
+        position_every_layer=True,
+        position_coupling="addition",
+        position_separator_id=2,
+        layer_prepostprocess_dropout=0.0,
+    )
+    inputs = tf.constant([[4, 5, 2, 6, 7, 8, 1], [4, 2, 5, 1, 0, 0, 0]])
+    targets = tf.constant([[7, 6, 5, 1], [8, 1, 0, 0]])
+    encoded, bias = model.encode(inputs)
+    signal = embedding.timing_signal_at(model.encoder_positions(inputs), 16)  # [B, S, C]
+    x = model.embedding.embed(inputs) + signal
+    first, second = model.encoder.blocks
+    by_hand = model.encoder.final_norm(second(first(x, bias) + signal, bias))
+    np.testing.assert_allclose(encoded.numpy(), by_hand.numpy(), atol=1e-5)
+    once = model.encoder.final_norm(second(first(x, bias), bias))
+    assert np.abs(encoded.numpy() - once.numpy()).max() > 1e-3
+
+    logits = model({"inputs": inputs, "targets": targets}, training=False).numpy()
+    y_signal = embedding.timing_signal(4, 16)  # [1, T, C]
+    y = model.embedding.embed(transformer.shift_right(targets)) + y_signal
+    first, second = model.decoder.blocks
+    causal = masks.causal_bias(4)
+    y = second(first(y, encoded, causal, bias) + y_signal, encoded, causal, bias)
+    by_hand = model.embedding.logits(model.decoder.final_norm(y)).numpy()
+    np.testing.assert_allclose(logits, by_hand, atol=1e-5)
+
+
+def test_position_every_layer_is_a_transformer_option():
+    from t2t_lite.models import universal_transformer_hparams
+
+    ut = universal_transformer_hparams.universal_transformer_tiny()
+    with pytest.raises(ValueError, match="position_every_layer"):
+        dataclasses.replace(ut, position_every_layer=True)
+
+
 def test_coupling_needs_a_token_source_and_a_shared_offset():
     coupled = dataclasses.replace(
         transformer_hparams.transformer_test(), position_coupling="reverse"

@@ -120,6 +120,12 @@ def build_spec(model, tokens: list[str], max_positions: int):
             f"(position_coupling={hp.position_coupling!r}), which CTranslate2's position table "
             "cannot express; export it as a SavedModel (--format=saved_model) instead"
         )
+    if hp.position_every_layer:
+        raise ValueError(
+            "--format=ctranslate2: the run adds positions before every layer "
+            "(position_every_layer=True), which a CTranslate2 Transformer cannot express; "
+            "export it as a SavedModel (--format=saved_model) instead"
+        )
     if len(tokens) != model.vocab_size or len(set(tokens)) != len(tokens):
         raise ValueError(
             f"the vocabulary has {len(tokens)} tokens ({len(set(tokens))} distinct); "

@@ -227,8 +227,12 @@ class Stack(keras.layers.Layer):
             else None
         )
 
-    def call(self, x, bias, encoded=None, encoder_bias=None, training=False):
-        for block in self.blocks:
+    def call(self, x, bias, encoded=None, encoder_bias=None, training=False, signal=None):
+        """signal (e.g. the position signal [1 or B, L, C]), when given, is added
+        to the input of every block after the first (the first's input has it)."""
+        for i, block in enumerate(self.blocks):
+            if signal is not None and i > 0:
+                x = x + signal
             if encoded is None:
                 x = block(x, bias, training=training)
             else:
@@ -257,12 +261,16 @@ class Stack(keras.layers.Layer):
         cache: dict,
         encoder_bias: tf.Tensor,
         position: tf.Tensor | None = None,
+        signal: tf.Tensor | None = None,
     ) -> tuple[tf.Tensor, dict]:
         """The decoder stack at one position: x [B, 1, C] -> ([B, 1, C], cache with
         this stack's entries updated; other entries passed through). `position`
-        is not read: the model's embedding added the timing signal."""
+        is not read: the model's embedding added the timing signal; `signal`
+        ([1 or B, 1, C]), when given, is added before every block after the first."""
         new = dict(cache)
         for i, block in enumerate(self.blocks):
+            if signal is not None and i > 0:
+                x = x + signal
             cross = cache[sequences.STATIC_CACHE][f"layer_{i}"]
             x, new[f"layer_{i}"] = block.decode_step(
                 x, cache[f"layer_{i}"], index, cross, encoder_bias

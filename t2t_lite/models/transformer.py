@@ -216,11 +216,10 @@ class Transformer(keras.Model):
             return self.empty_memory(inputs)
         position_start = self.encoder_positions(inputs, position_start)
         x, nonpadding = self.embed_inputs(inputs)
-        x = self.input_dropout(
-            x + tf.cast(timing_signal_like(x, position_start), x.dtype), training=training
-        )
+        signal = tf.cast(timing_signal_like(x, position_start), x.dtype)
+        x = self.input_dropout(x + signal, training=training)
         bias = masks.nonpadding_bias(nonpadding)
-        return self.encoder(x, bias, training=training), bias
+        return self.encoder(x, bias, training=training, **self.layer_signal(signal)), bias
 
     def decode(
         self,
@@ -233,11 +232,12 @@ class Transformer(keras.Model):
         """Teacher-forced decoding: targets [B, T] -> float32 logits [B, T, V]."""
         position_start = self.decoder_positions(tf.shape(targets)[1], encoder_bias, position_start)
         x = self.embedding.embed(shift_right(targets))
-        x = self.target_dropout(
-            x + tf.cast(timing_signal_like(x, position_start), x.dtype), training=training
-        )
+        signal = tf.cast(timing_signal_like(x, position_start), x.dtype)
+        x = self.target_dropout(x + signal, training=training)
         self_bias = masks.causal_bias(tf.shape(targets)[1])
-        x = self.decoder(x, self_bias, encoded, encoder_bias, training=training)
+        x = self.decoder(
+            x, self_bias, encoded, encoder_bias, training=training, **self.layer_signal(signal)
+        )
         return self.embedding.logits(x)
 
     def init_cache(
@@ -274,9 +274,20 @@ class Transformer(keras.Model):
         if self.hparams.position_coupling == "reverse":  # [B, 1]: each row's coupled position
             position = self.decoder_positions(1, encoder_bias, rows=tf.shape(ids)[0], first=index)
         x = self.embed_step(ids, position)
-        x, cache = self.decoder.decode_step(x, index, cache, encoder_bias, position)
+        again = {}
+        if self.hparams.position_every_layer:
+            signal = embedding.timing_signal(1, x.shape[-1], start=position)  # [1 or B, 1, C]
+            again = self.layer_signal(tf.cast(signal, x.dtype))
+        x, cache = self.decoder.decode_step(x, index, cache, encoder_bias, position, **again)
         kernel = cache[sequences.STATIC_CACHE]["softmax_kernel"]
         return self.embedding.logits(x, kernel)[:, 0], cache
+
+    def layer_signal(self, signal: tf.Tensor) -> dict:
+        """The stacks' `signal` argument: the position signal for every layer
+        with position_every_layer, else none (the input's alone)."""
+        if not self.hparams.position_every_layer:
+            return {}
+        return {"signal": signal}
 
     def call(self, features, training=False):
         return self.forward(features, training=training)[0]

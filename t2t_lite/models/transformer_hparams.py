@@ -60,6 +60,10 @@ class TransformerHParams:
     # "addition": the source token id after which positions restart (the
     # algorithmic addition problems' "+", their separator_id).
     position_separator_id: int = -1
+    # The Transformer's position signal is added at the input only (False, the
+    # paper's); True adds it again before every layer, as the UT adds it before
+    # every recurrence step (Transformer only; see transformer_layers.Stack).
+    position_every_layer: bool = False
 
     def __post_init__(self):
         require = hparams_lib.require

@@ -41,6 +41,11 @@ class UniversalTransformerHParams(transformer_hparams.TransformerHParams):
         require = hparams_lib.require
         require(self.num_rec_steps >= 1, "num_rec_steps", "must be >= 1")
         require(
+            not self.position_every_layer,
+            "position_every_layer",
+            "is a Transformer option: the UT adds positions before every step already",
+        )
+        require(
             self.recurrence_type in RECURRENCE_TYPES,
             "recurrence_type",
             f"must be one of {RECURRENCE_TYPES}, got {self.recurrence_type!r}",
