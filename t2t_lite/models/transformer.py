@@ -219,7 +219,8 @@ class Transformer(keras.Model):
         signal = tf.cast(timing_signal_like(x, position_start), x.dtype)
         x = self.input_dropout(x + signal, training=training)
         bias = masks.nonpadding_bias(nonpadding)
-        return self.encoder(x, bias, training=training, **self.layer_signal(signal)), bias
+        again = signal if self.hparams.position_every_layer else None
+        return self.encoder(x, bias, training=training, signal=again), bias
 
     def decode(
         self,
@@ -235,9 +236,8 @@ class Transformer(keras.Model):
         signal = tf.cast(timing_signal_like(x, position_start), x.dtype)
         x = self.target_dropout(x + signal, training=training)
         self_bias = masks.causal_bias(tf.shape(targets)[1])
-        x = self.decoder(
-            x, self_bias, encoded, encoder_bias, training=training, **self.layer_signal(signal)
-        )
+        again = signal if self.hparams.position_every_layer else None
+        x = self.decoder(x, self_bias, encoded, encoder_bias, training=training, signal=again)
         return self.embedding.logits(x)
 
     def init_cache(
@@ -274,20 +274,13 @@ class Transformer(keras.Model):
         if self.hparams.position_coupling == "reverse":  # [B, 1]: each row's coupled position
             position = self.decoder_positions(1, encoder_bias, rows=tf.shape(ids)[0], first=index)
         x = self.embed_step(ids, position)
-        again = {}
+        again = {}  # the UT's decoder (its own decode_step) takes no signal; it refuses the option
         if self.hparams.position_every_layer:
             signal = embedding.timing_signal(1, x.shape[-1], start=position)  # [1 or B, 1, C]
-            again = self.layer_signal(tf.cast(signal, x.dtype))
+            again = {"signal": tf.cast(signal, x.dtype)}
         x, cache = self.decoder.decode_step(x, index, cache, encoder_bias, position, **again)
         kernel = cache[sequences.STATIC_CACHE]["softmax_kernel"]
         return self.embedding.logits(x, kernel)[:, 0], cache
-
-    def layer_signal(self, signal: tf.Tensor) -> dict:
-        """The stacks' `signal` argument: the position signal for every layer
-        with position_every_layer, else none (the input's alone)."""
-        if not self.hparams.position_every_layer:
-            return {}
-        return {"signal": signal}
 
     def call(self, features, training=False):
         return self.forward(features, training=training)[0]
