@@ -193,6 +193,35 @@ def test_coupled_entries_couple_by_task_and_refuse_copy(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+def test_ut_shaped_transformer_entry_has_the_uts_depth_width_and_positions():
+    """transformer_ut_shape_coupled: an unshared Transformer as deep and wide as the
+    UT set's recurrence, the position signal before every layer, coupled by task."""
+    from t2t_lite import experiment
+
+    key = "transformer_ut_shape_coupled"
+    entry = comparison.ENTRIES[key]
+    ut = experiment.Experiment.resolve(
+        "universal_transformer", "algorithmic_addition_decimal40",
+        "universal_transformer_algorithmic_tiny",
+    ).hparams  # fmt: skip
+    problem = "algorithmic_addition_decimal40"
+    hp = experiment.Experiment.resolve(
+        entry.model, problem, entry.hparams_set_for(problem), entry.hparams_for(key, problem)
+    ).hparams
+    assert (hp.num_hidden_layers, hp.hidden_size, hp.filter_size, hp.num_heads) == (
+        ut.num_rec_steps,
+        ut.hidden_size,
+        ut.filter_size,
+        ut.num_heads,
+    )
+    assert hp.position_every_layer and hp.position_coupling == "addition"
+    assert hp.position_separator_id == 12  # decimal: 10 digits + 2 reserved
+    assert (hp.position_start_index, hp.position_start_max) == ("random", 400)
+    assert entry.hparams_for(key, "algorithmic_reverse_decimal40").endswith(
+        "position_every_layer=True,position_coupling=reverse"
+    )
+
+
 def test_greedy_figures_sit_beside_the_teacher_forced_ones(copy_run, tmp_path, monkeypatch):
     """Greedy accuracy of the run's newest checkpoint, kept in the run directory
     with its checkpoint's name: the table's second read decodes nothing."""

@@ -30,6 +30,8 @@ PAPER_LTE = {
 # Offsets shared by encoder and decoder, below 400: past the 1..200 test positions
 # of the length-20 problems, and covering the 1..400 of the length-40 ones.
 OFFSETS = "position_start_index=random,position_start_max=400"
+# universal_transformer_algorithmic_tiny's depth (recurrence steps) and width.
+UT_SHAPE = "num_hidden_layers=4,hidden_size=64,filter_size=256"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,6 +138,17 @@ ENTRIES = {
         "transformer_algorithmic_tiny",
         "transformer",
         OFFSETS,
+        coupled=True,
+    ),
+    # What the UT has but shared weights: its depth and width (4 layers, d=64,
+    # ff 256) and the position signal before every layer, with coupling. On
+    # addition this learns the training lengths where transformer_coupled does not.
+    "transformer_ut_shape_coupled": Entry(
+        "Transformer, UT's shape, coupled positions at every layer",
+        "transformer",
+        "transformer_algorithmic_tiny",
+        "transformer",
+        f"{OFFSETS},{UT_SHAPE},position_every_layer=True",
         coupled=True,
     ),
 }
