@@ -52,7 +52,12 @@ class ServingModule(tf.Module):
         self.model_variables = list(model.variables)
         self.tokenizer = tokenizer
         self._decoder = decoder_lib.Decoder(model, hp, xla_compile=False)
-        self._xla_decoder = decoder_lib.Decoder(model, hp, xla_compile=True)
+        # Built only where `_search` can call it.
+        self._xla_decoder = (
+            decoder_lib.Decoder(model, hp, xla_compile=True)
+            if xla_max_rows >= hp.beam_size
+            else None
+        )
         self._xla_max_rows = xla_max_rows
         self._beam_size = hp.beam_size
         self._max_input_length = hp.max_input_length
