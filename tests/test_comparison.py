@@ -198,13 +198,11 @@ def test_ut_shaped_transformer_entry_has_the_uts_depth_width_and_positions():
     UT set's recurrence, the position signal before every layer, coupled by task."""
     from t2t_lite import experiment
 
-    key = "transformer_ut_shape_coupled"
+    key, problem = "transformer_ut_shape_coupled", "algorithmic_addition_decimal40"
     entry = comparison.ENTRIES[key]
     ut = experiment.Experiment.resolve(
-        "universal_transformer", "algorithmic_addition_decimal40",
-        "universal_transformer_algorithmic_tiny",
-    ).hparams  # fmt: skip
-    problem = "algorithmic_addition_decimal40"
+        "universal_transformer", problem, "universal_transformer_algorithmic_tiny"
+    ).hparams
     hp = experiment.Experiment.resolve(
         entry.model, problem, entry.hparams_set_for(problem), entry.hparams_for(key, problem)
     ).hparams
