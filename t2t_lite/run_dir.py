@@ -4,7 +4,8 @@
   experiment.json          model, problem, hparams set and hparams (experiment.py)
   model.ckpt-<step>.*      checkpoints of model, optimizer and step (checkpoints.py)
   checkpoint               TensorFlow's index of the kept checkpoints
-  metrics.json             final evaluation of every split (the trainer)
+  metrics.json             final evaluation of every split, its step and its source
+                           (data_dir, random_seed) (the trainer)
   <vocabulary files>       the problem's assets, e.g. vocab.subwords (Problem.save_assets)
   train/, eval_<split>/    TensorBoard summaries
   averaged/                t2t-avg-checkpoints' default output
@@ -27,6 +28,8 @@ from t2t_lite.data import problem as problem_lib
 
 EXPERIMENT_FILE = experiment.EXPERIMENT_FILE
 METRICS_FILE = "metrics.json"
+# metrics.json's key for what its figures came from: {"data_dir", "random_seed"}.
+METRICS_SOURCE = "source"
 LOCK_FILE = run_lock.LOCK_FILE
 AVERAGED_DIR = "averaged"
 # Following a run's newest checkpoint, a reader retries this many times when

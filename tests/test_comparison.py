@@ -73,11 +73,71 @@ def test_unknown_model_lists_the_known_ones():
         comparison.parse_entries(["transformer", "lstm"])
 
 
-def test_finished_runs_are_reused_only_at_the_same_step(tmp_path):
-    (tmp_path / "metrics.json").write_text(json.dumps({"step": 5, "dev": {"accuracy": 1.0}}))
-    assert comparison._finished(str(tmp_path), 5) == {"dev": {"accuracy": 1.0}}
-    assert comparison._finished(str(tmp_path), 6) is None
-    assert comparison._finished(str(tmp_path / "missing"), 5) is None
+def finished_run(tmp_path, exp, data_dir, seed, step=5, source=True):
+    """A run directory as the trainer leaves it: experiment.json and metrics.json."""
+    from t2t_lite import files
+
+    run = tmp_path / "run"
+    exp.save(str(run))
+    record = {"step": step, "dev": {"accuracy": 1.0}}
+    if source:
+        record["source"] = {"data_dir": files.absolute(data_dir), "random_seed": seed}
+    (run / "metrics.json").write_text(json.dumps(record))
+    return str(run)
+
+
+def test_finished_runs_are_reused_only_for_the_same_experiment_data_and_seed(tmp_path):
+    from t2t_lite import experiment
+
+    def resolve(overrides=""):
+        return experiment.Experiment.resolve(
+            "transformer", "test_identity_small", "transformer_test", overrides
+        )
+
+    def config(steps=5, seed=1):
+        return comparison.trainer.TrainConfig(train_steps=steps, random_seed=seed)
+
+    data = str(tmp_path / "data")
+    run = finished_run(tmp_path, resolve(), data, seed=1)
+    assert comparison._finished(run, resolve(), data, config()) == {"dev": {"accuracy": 1.0}}
+    assert comparison._finished(run, resolve(), data, config(steps=6)) is None  # resumes
+    # Other hparams: the trainer's own refusal, before any figure is read.
+    with pytest.raises(ValueError, match="different experiment .differs in: hparams.num_heads"):
+        comparison._finished(run, resolve("num_heads=4"), data, config())
+    with pytest.raises(ValueError, match="data_dir='.*data', not data_dir='.*other'"):
+        comparison._finished(run, resolve(), str(tmp_path / "other"), config())
+    with pytest.raises(ValueError, match="random_seed=1, not random_seed=2; use a new --output"):
+        comparison._finished(run, resolve(), data, config(seed=2))
+    assert comparison._finished(str(tmp_path / "missing"), resolve(), data, config()) is None
+    # Figures that do not say where they came from are evaluated again.
+    old = finished_run(tmp_path, resolve(), data, seed=1, source=False)
+    assert comparison._finished(old, resolve(), data, config()) is None
+
+
+def test_rerun_with_other_hparams_refuses_instead_of_printing_the_old_figures(
+    tmp_path, monkeypatch
+):
+    trained = []
+
+    def fake_train(exp, data_dir, run_dir, config):
+        trained.append(exp.hparams.num_heads)
+        exp.save(run_dir)
+        record = {"step": config.train_steps, "dev": results(0.5, 0.5, 0.5)["dev"]}
+        record["source"] = {"data_dir": os.path.abspath(data_dir), "random_seed": 1}
+        with open(os.path.join(run_dir, "metrics.json"), "w") as f:
+            json.dump(record, f)
+        return results(0.5, 0.5, 0.5)
+
+    monkeypatch.setattr(comparison.trainer, "train", fake_train)
+    config = comparison.trainer.TrainConfig(train_steps=2)
+    entries = comparison.parse_entries(["transformer"])
+    problem, out = "algorithmic_reverse_decimal20", str(tmp_path / "o")
+    comparison.run([problem], entries, str(tmp_path / "d"), out, config)
+    comparison.run([problem], entries, str(tmp_path / "d"), out, config)  # reused
+    assert len(trained) == 1
+    with pytest.raises(ValueError, match="holds a different experiment"):
+        comparison.run([problem], entries, str(tmp_path / "d"), out, config, hparams="num_heads=2")
+    assert len(trained) == 1
 
 
 def test_plots_of_the_table_and_of_each_runs_dev_curves(tmp_path):
@@ -248,3 +308,12 @@ def test_greedy_figures_sit_beside_the_teacher_forced_ones(copy_run, tmp_path, m
     assert greedy.evaluate(str(run), data_dir, "test", 20) == kept
     with pytest.raises(AssertionError, match="decoded again"):  # another count: decoded
         greedy.evaluate(str(run), data_dir, "test", 10)
+    other_data = tmp_path / "other_data"  # the same files elsewhere: another data dir
+    shutil.copytree(data_dir, other_data)
+    with pytest.raises(AssertionError, match="decoded again"):
+        greedy.evaluate(str(run), str(other_data), "test", 20)
+    # A retrained run reuses its checkpoint names; its index's write time differs.
+    index = run / "model.ckpt-800.index"
+    os.utime(index, ns=(index.stat().st_atime_ns, index.stat().st_mtime_ns + 10**9))
+    with pytest.raises(AssertionError, match="decoded again"):
+        greedy.evaluate(str(run), data_dir, "test", 20)

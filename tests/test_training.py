@@ -77,7 +77,8 @@ def test_resume_continues_at_same_step_with_same_state(small_data, tmp_path):
     assert os.path.exists(os.path.join(out, "model.ckpt-3.index"))  # every local_eval_frequency
     with open(os.path.join(out, "metrics.json")) as f:
         metrics = json.load(f)
-    assert metrics["step"] == 6 and set(metrics) == {"step", "dev", "test"}
+    assert metrics["step"] == 6 and set(metrics) == {"step", "source", "dev", "test"}
+    assert metrics["source"] == {"data_dir": os.path.abspath(small_data), "random_seed": 1}
     assert metrics["dev"]["examples"] == 40
 
 

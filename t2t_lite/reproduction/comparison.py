@@ -23,7 +23,7 @@ from t2t_lite.reproduction.entries import (
     parse_entries,
     task_of,
 )
-from t2t_lite.run_dir import METRICS_FILE
+from t2t_lite.run_dir import METRICS_FILE, METRICS_SOURCE
 from t2t_lite.training import trainer
 from t2t_lite.visualization import curves, plots
 
@@ -96,7 +96,7 @@ def run(
             seeded = dataclasses.replace(config, random_seed=seed)
             run_dirs.append(run_dir)
             results.append(
-                _finished(run_dir, config.train_steps)
+                _finished(run_dir, exp, data_dir, seeded)
                 or trainer.train(exp, data_dir, run_dir, seeded)
             )
         row = {"problem": problem, "entry": entry}
@@ -161,14 +161,35 @@ def add_greedy(rows: list[dict], data_dir: str, max_examples: int, split: str = 
             results[split]["greedy_sequence_accuracy"] = decoded["sequence_accuracy"]
 
 
-def _finished(run_dir: str, train_steps: int) -> dict | None:
-    """The metrics of a run that already reached train_steps, else None."""
+def _finished(
+    run_dir: str, exp: experiment.Experiment, data_dir: str, config: trainer.TrainConfig
+) -> dict | None:
+    """The metrics of a run of `exp` that already reached config.train_steps on
+    data_dir with config's seed, else None (the trainer resumes or re-evaluates it).
+
+    A run directory that holds another experiment, or figures of another data
+    dir or seed, is refused with one line: its figures would be stale.
+    """
+    exp.check_matches(run_dir)  # another model, problem or hparams: ValueError
     path = os.path.join(run_dir, METRICS_FILE)
     if not tf.io.gfile.exists(path):
         return None
     metrics = json.loads(files.read_text(path))
-    if metrics.pop("step", None) != train_steps:
+    if metrics.pop("step", None) != config.train_steps:
         return None
+    source = metrics.pop(METRICS_SOURCE, None)
+    if source is None:  # written before metrics.json named its source: evaluate again
+        logging.info("%s names no data_dir; evaluating its checkpoint on %s.", path, data_dir)
+        return None
+    wanted = {"data_dir": files.absolute(data_dir), "random_seed": config.random_seed}
+    differs = [key for key in sorted(wanted) if source.get(key) != wanted[key]]
+    if differs:
+        found = ", ".join(f"{key}={source.get(key)!r}" for key in differs)
+        asked = ", ".join(f"{key}={wanted[key]!r}" for key in differs)
+        raise ValueError(
+            f"{run_dir!r} holds a finished run with {found}, not {asked}; "
+            "use a new --output_dir or the same flags"
+        )
     return metrics
 
 

@@ -221,7 +221,13 @@ class Trainer:
         }
         if self.chief:
             path = os.path.join(self.output_dir, METRICS_FILE)
-            files.write_atomically(path, files.strict_json({"step": step, **results}))
+            # What the figures came from, so a reader can refuse stale ones.
+            source = {
+                "data_dir": files.absolute(self.data_dir),
+                "random_seed": self.config.random_seed,
+            }
+            record = {"step": step, run_dir.METRICS_SOURCE: source, **results}
+            files.write_atomically(path, files.strict_json(record))
         return results
 
 
