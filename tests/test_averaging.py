@@ -166,3 +166,34 @@ def test_a_checkpoint_of_another_model_is_one_error_and_no_warnings(tmp_path):
         tf.get_logger().removeHandler(handler)
     assert [r.getMessage() for r in records if r.levelno >= logging.WARNING] == []
     assert tf.get_logger().level == level  # warnings are on again afterwards
+
+
+def test_two_killed_overwrites_in_a_row_leave_orphans_the_next_write_cleans(tmp_path):
+    """Data files of shard counts the live index does not name (two killed
+    overwrites leave two such counts) are removed; the live files are kept
+    until the new index lands, and the result reads."""
+    run = str(tmp_path / "run")
+    save_step_valued(run, [4, 5, 6])
+    output = averaging.run(run, num_last=2, explicit=[])
+    assert averaging.live_shard_count(output) == 1
+    for count in (2, 3):  # what two writes killed after their data renames leave
+        for shard in range(count):
+            with open(f"{output}.data-{shard:05d}-of-{count:05d}", "wb") as f:
+                f.write(b"half-written")
+    assert mean_step_weight(output) == 5.5  # the live checkpoint still reads
+    averaging.run(run, num_last=3, explicit=[])
+    assert mean_step_weight(output) == 5.0
+    names = sorted(p.name for p in (tmp_path / "run" / "averaged").iterdir())
+    data = [n for n in names if ".data-" in n]
+    assert data == [f"model.ckpt-6.data-{i:05d}-of-00002" for i in range(2)]
+    assert averaging.live_shard_count(output) == 2
+
+
+def test_an_unreadable_live_index_is_refused_without_touching_its_files(tmp_path):
+    output = tmp_path / "avg" / "model.ckpt-1"
+    output.parent.mkdir()
+    (tmp_path / "avg" / "model.ckpt-1.index").write_bytes(b"\xff\xff\xff")
+    (tmp_path / "avg" / "model.ckpt-1.data-00000-of-00001").write_bytes(b"x")
+    with pytest.raises(ValueError, match="its index .* cannot be read .*another --output_path"):
+        averaging.write_replacing(str(output), ["a"], [tf.constant(1.0)])
+    assert (tmp_path / "avg" / "model.ckpt-1.data-00000-of-00001").exists()

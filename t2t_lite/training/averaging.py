@@ -10,6 +10,8 @@ import os
 
 import numpy as np
 import tensorflow as tf
+from google.protobuf import message
+from tensorflow.core.protobuf import tensor_bundle_pb2
 
 from t2t_lite import checkpoints, files, run_dir
 
@@ -108,32 +110,67 @@ def average(paths: list[str], output_path: str) -> None:
     )
 
 
-def _shard_counts(output_path: str) -> set[int]:
-    """The shard counts of the data files on disk for prefix output_path."""
-    counts = set()
-    for path in tf.io.gfile.glob(f"{output_path}.data-?????-of-?????"):
-        counts.add(int(path.rsplit("-of-", 1)[1]))
-    return counts
+def live_shard_count(output_path: str) -> int | None:
+    """The shard count the checkpoint index at prefix output_path names (None: no index).
+
+    The index is a table whose first entry, under the empty key, is the
+    bundle's header; the writer stores it uncompressed, so its bytes are
+    read directly. An index that cannot be parsed is a ValueError.
+    """
+    index = output_path + ".index"
+    if not tf.io.gfile.exists(index):
+        return None
+    with tf.io.gfile.GFile(index, "rb") as f:
+        head = f.read(4096)
+    try:
+        shared, at = _varint(head, 0)
+        key_length, at = _varint(head, at)
+        value_length, at = _varint(head, at)
+        if shared or key_length:
+            raise ValueError("the first entry is not the header")
+        value = head[at : at + value_length]
+        header = tensor_bundle_pb2.BundleHeaderProto.FromString(value)
+    except (IndexError, ValueError, message.DecodeError) as err:
+        raise ValueError(
+            f"cannot replace {output_path}: its index {index} cannot be read ({err}); "
+            "choose another --output_path"
+        ) from None
+    return header.num_shards
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    """A little-endian base-128 integer at data[at:] -> (value, the offset after it)."""
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, at
 
 
 def write_replacing(output_path: str, names: list[str], tensors: list[tf.Tensor]) -> None:
     """Writes a checkpoint at prefix output_path; the rename of its .index is the commit.
 
-    Its data files take a shard count that no data file of that prefix on
-    disk has (at most two counts are there: the live checkpoint's and a
-    killed write's), so they never overwrite the live checkpoint's; the index
-    is renamed over the old one last, and only then are the other counts'
-    files removed. A kill at any moment leaves the old checkpoint or the new
-    one readable, and the next write cleans what it left. (The rename is
-    atomic on local and HDFS storage; on object stores such as gs:// it is a
-    copy, and a kill during it can still leave no index.)
+    The live checkpoint's shard count is read from its index; data files of
+    any other count are a killed write's and are removed first. The new data
+    files take another count, so they never overwrite the live checkpoint's;
+    the index is renamed over the old one last, and only then are the old
+    count's files removed. A kill at any moment leaves the old checkpoint or
+    the new one readable, and the next write cleans what it left. (The
+    rename is atomic on local and HDFS storage; on object stores such as
+    gs:// it is a copy, and a kill during it can still leave no index.)
     """
-    present = _shard_counts(output_path)
-    count = next((c for c in (1, 2, 3) if c not in present and c <= len(names)), None)
+    live = live_shard_count(output_path)
+    for path in tf.io.gfile.glob(f"{output_path}.data-?????-of-?????"):
+        if live is None or not path.endswith(f"-of-{live:05d}"):
+            tf.io.gfile.remove(path)  # a killed write's: the live index does not use it
+    count = next((c for c in (1, 2) if c != live and c <= len(names)), None)
     if count is None:
         raise ValueError(
-            f"cannot replace {output_path}: data files with {sorted(present)} shards are "
-            "already there; remove its .data-* files"
+            f"cannot replace {output_path} in place: it holds a single variable; "
+            "choose another --output_path"
         )
     temporary = f"{output_path}{TEMPORARY}{files.owner_tag()}"
     try:
