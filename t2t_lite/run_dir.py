@@ -92,7 +92,7 @@ def open_run(
             checkpoints.restore_model(model, path)
             return problem, model, path
         except ValueError:
-            if checkpoint_path or attempt == READ_ATTEMPTS or _still_there(path):
+            if checkpoint_path or attempt == READ_ATTEMPTS or still_there(path):
                 raise
         logging.warning(
             "Checkpoint %s was deleted while it was read (a running trainer keeps only "
@@ -102,6 +102,6 @@ def open_run(
         attempt += 1
 
 
-def _still_there(path: str) -> bool:
+def still_there(path: str) -> bool:
     """Whether a checkpoint's index and data files are all on disk."""
     return tf.io.gfile.exists(path + ".index") and bool(tf.io.gfile.glob(path + ".data-*"))

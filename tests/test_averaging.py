@@ -197,3 +197,51 @@ def test_an_unreadable_live_index_is_refused_without_touching_its_files(tmp_path
     with pytest.raises(ValueError, match="its index .* cannot be read .*another --output_path"):
         averaging.write_replacing(str(output), ["a"], [tf.constant(1.0)])
     assert (tmp_path / "avg" / "model.ckpt-1.data-00000-of-00001").exists()
+
+
+def test_a_checkpoint_pruned_by_a_running_trainer_mid_read_is_chosen_again(tmp_path, monkeypatch):
+    """The trainer (max_to_keep=2) saves step 4 and deletes step 2 after step 2
+    was chosen: the average is taken again over the last two, 3 and 4."""
+    run = str(tmp_path / "run")
+    model = tiny_model()
+    step = tf.Variable(0, dtype=tf.int64)
+    checkpoint = tf.train.Checkpoint(model=model, step=step)
+    manager = checkpoints.make_manager(checkpoint, run, max_to_keep=2)
+
+    def save(s):
+        for variable in model.variables:
+            variable.assign(tf.fill(variable.shape, float(s)))
+        step.assign(s)
+        manager.save(checkpoint_number=s)
+
+    for s in (1, 2, 3):
+        save(s)
+    reader, calls = checkpoints.reader, []
+
+    def reading(path):
+        calls.append(path)
+        if len(calls) == 1:
+            save(4)  # the trainer's next save prunes step 2
+        return reader(path)
+
+    monkeypatch.setattr(averaging.checkpoints, "reader", reading)
+    output = averaging.run(run, num_last=2, explicit=[])
+    assert output == f"{run}/averaged/model.ckpt-4"
+    assert mean_step_weight(output) == 3.5
+    # An explicit list is the user's: a missing member is an error, not a new choice.
+    with pytest.raises(FileNotFoundError, match="no checkpoint at"):
+        averaging.run("", 2, [f"{run}/model.ckpt-2", f"{run}/model.ckpt-4"], str(tmp_path / "x"))
+
+
+def test_an_output_that_is_one_of_the_inputs_is_refused(tmp_path):
+    paths = save_step_valued(str(tmp_path / "a"), [1, 2])
+    before = (tmp_path / "a" / "model.ckpt-2.index").read_bytes()
+    with pytest.raises(ValueError, match="--output_path .* is one of the checkpoints averaged"):
+        averaging.run("", 2, paths, paths[1])
+    assert (tmp_path / "a" / "model.ckpt-2.index").read_bytes() == before
+
+
+def test_a_checkpoint_named_twice_is_refused(tmp_path):
+    paths = save_step_valued(str(tmp_path / "a"), [1, 2])
+    with pytest.raises(ValueError, match="--checkpoints names .*model.ckpt-2' twice"):
+        averaging.run("", 3, [*paths, paths[1]], str(tmp_path / "x"))

@@ -10,6 +10,7 @@ import os
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 from google.protobuf import message
 from tensorflow.core.protobuf import tensor_bundle_pb2
 
@@ -24,7 +25,11 @@ STEP_KEY = "step/.ATTRIBUTES/VARIABLE_VALUE"
 def select(model_dir: str, num_last: int, explicit: list[str]) -> list[str]:
     """The checkpoints to average, oldest first: the explicit list, or model_dir's last N."""
     if explicit:
+        seen = set()
         for path in explicit:
+            if files.absolute(path) in seen:
+                raise ValueError(f"--checkpoints names {path!r} twice; name each checkpoint once")
+            seen.add(files.absolute(path))
             if not tf.io.gfile.exists(path + ".index"):
                 raise FileNotFoundError(f"--checkpoints: no checkpoint at {path!r}")
         return sorted(explicit, key=_step)
@@ -226,10 +231,37 @@ def run(model_dir: str, num_last: int, explicit: list[str], output_path: str = "
     """
     if not model_dir and not (explicit and output_path):
         raise ValueError("give --model_dir, or --checkpoints with --output_path")
-    paths = select(model_dir, num_last, explicit)
-    output_path = output_path or os.path.join(
-        model_dir, run_dir.AVERAGED_DIR, f"{checkpoints.CHECKPOINT_NAME}-{_step(paths[-1])}"
-    )
+    attempt = 1
+    while True:
+        paths = select(model_dir, num_last, explicit)
+        target = output_path or os.path.join(
+            model_dir, run_dir.AVERAGED_DIR, f"{checkpoints.CHECKPOINT_NAME}-{_step(paths[-1])}"
+        )
+        _check_output(model_dir, target, paths)
+        try:
+            average(paths, target)
+            return target
+        except (*checkpoints.UNREADABLE, FileNotFoundError):
+            # A trainer beside us keeps only its newest checkpoints: one chosen
+            # here may have been deleted during the read; choose again.
+            pruned = [path for path in paths if not run_dir.still_there(path)]
+            if explicit or not pruned or attempt == run_dir.READ_ATTEMPTS:
+                raise
+        logging.warning(
+            "Checkpoint %s was deleted while it was read (a running trainer keeps only its "
+            "newest); choosing the last %d again.",
+            pruned[0], num_last,
+        )  # fmt: skip
+        attempt += 1
+
+
+def _check_output(model_dir: str, output_path: str, inputs: list[str]) -> None:
+    """The output may not be an input, nor sit beside model_dir's checkpoints or in
+    another run's."""
+    if files.absolute(output_path) in {files.absolute(path) for path in inputs}:
+        raise ValueError(
+            f"--output_path {output_path!r} is one of the checkpoints averaged; write it elsewhere"
+        )
     directory = os.path.dirname(files.absolute(output_path))
     if model_dir and files.absolute(model_dir).rstrip("/") == directory:
         raise ValueError(
@@ -241,5 +273,3 @@ def run(model_dir: str, num_last: int, explicit: list[str], output_path: str = "
             f"--output_path {output_path!r} is in a training run's directory ({directory}); "
             "write it elsewhere (default: <model_dir>/averaged/)"
         )
-    average(paths, output_path)
-    return output_path
