@@ -1,6 +1,7 @@
 """File helpers: atomic text writes, writable-directory checks, leftovers of killed runs."""
 
 import contextlib
+import itertools
 import json
 import math
 import os
@@ -16,14 +17,43 @@ READ_CHUNK_BYTES = 1 << 24
 
 
 def write_bytes_atomically(path: str, data: bytes) -> None:
-    """Writes data to path (any TF filesystem) through a temporary file renamed into place."""
+    """Writes data to path (any TF filesystem) through a temporary file renamed into place.
+
+    The temporary name is this writer's own (`temporary_name`), so writers of
+    one path never write into or rename each other's file: the last rename
+    wins and every reader sees one whole version. A local file is flushed to
+    the disk before the rename, so a crash cannot leave a renamed empty file.
+    """
     directory = os.path.dirname(path)
     if directory:
         tf.io.gfile.makedirs(directory)
-    with removed_on_failure([path + ".tmp"]):
-        with tf.io.gfile.GFile(path + ".tmp", "wb") as f:
+        # A killed writer's temporary file of this path (its process is gone).
+        remove_leftovers(directory, os.path.basename(path) + TEMPORARY)
+    temporary = temporary_name(path)
+    with removed_on_failure([temporary]):
+        with tf.io.gfile.GFile(temporary, "wb") as f:
             f.write(data)
-        tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+        if not scheme(temporary):
+            _fsync(temporary)
+        tf.io.gfile.rename(temporary, path, overwrite=True)
+
+
+TEMPORARY = ".tmp-"
+_temporaries = itertools.count()
+
+
+def temporary_name(path: str) -> str:
+    """<path>.tmp-<owner_tag><n>: a name no other writer (process, host or thread) uses."""
+    return f"{path}{TEMPORARY}{owner_tag()}{next(_temporaries)}"
+
+
+def _fsync(path: str) -> None:
+    """Flushes a local file's data to the disk (local by nature: gfile has no fsync)."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 @contextlib.contextmanager

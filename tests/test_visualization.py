@@ -232,7 +232,7 @@ def test_comparison_plots_and_curves(tmp_path, monkeypatch):
     curve = {"loss": [(100, 2.0), (200, 1.0)], "accuracy": [(100, 0.5), (200, 0.9)]}
     plots.save(plots.curves_figure({"a": curve, "b": {}}), str(tmp_path / "curves.png"))
     assert png_size(tmp_path / "table.png")[0] > 100 and png_size(tmp_path / "curves.png")[0] > 300
-    assert not list(tmp_path.glob("*.tmp"))
+    assert not list(tmp_path.glob("*.tmp*"))
 
     monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)  # not installed
     assert not plots.available()

@@ -1,0 +1,51 @@
+"""Atomic writes: each writer's own temporary file, flushed before the rename."""
+
+import os
+
+import tensorflow as tf
+
+from t2t_lite import files
+
+
+def test_two_writers_of_one_path_never_touch_each_others_temporary_file(tmp_path, monkeypatch):
+    """Writer B starts and finishes while writer A is between its write and its
+    rename: both renames succeed, the last one wins whole, nothing is left."""
+    path = str(tmp_path / "metrics.json")
+    rename, nested = tf.io.gfile.rename, []
+
+    def renaming(source, target, overwrite=False):
+        if not nested:  # A's rename: B runs first
+            nested.append(source)
+            files.write_atomically(path, "B" * 1000)
+            assert open(path).read() == "B" * 1000
+        rename(source, target, overwrite=overwrite)
+
+    monkeypatch.setattr(tf.io.gfile, "rename", renaming)
+    files.write_atomically(path, "A" * 10)
+    assert open(path).read() == "A" * 10
+    assert os.listdir(tmp_path) == ["metrics.json"]
+
+
+def test_a_killed_writers_temporary_file_is_removed_by_the_next_write(tmp_path):
+    gone = 2**22 + 1  # a pid no process has
+    leftover = tmp_path / f"x.json{files.TEMPORARY}{gone}@{files.HOST}@0"
+    leftover.write_text("half")
+    other = tmp_path / f"y.json{files.TEMPORARY}{gone}@{files.HOST}@0"  # another file's
+    other.write_text("half")
+    files.write_atomically(str(tmp_path / "x.json"), "{}")
+    assert sorted(os.listdir(tmp_path)) == ["x.json", other.name]
+
+
+def test_a_local_write_is_flushed_to_the_disk_before_the_rename(tmp_path, monkeypatch):
+    events = []
+    fsync, rename = os.fsync, tf.io.gfile.rename
+    monkeypatch.setattr(os, "fsync", lambda fd: events.append("fsync") or fsync(fd))
+    monkeypatch.setattr(
+        tf.io.gfile, "rename", lambda *a, **k: events.append("rename") or rename(*a, **k)
+    )
+    files.write_atomically(str(tmp_path / "a.txt"), "text")
+    assert events == ["fsync", "rename"]
+    events.clear()
+    files.write_atomically("ram://files-test/a.txt", "text")  # no fsync there
+    assert events == ["rename"]
+    assert files.read_text("ram://files-test/a.txt") == "text"
