@@ -17,12 +17,12 @@ def test_two_writers_of_one_path_never_touch_each_others_temporary_file(tmp_path
         if not nested:  # A's rename: B runs first
             nested.append(source)
             files.write_atomically(path, "B" * 1000)
-            assert open(path).read() == "B" * 1000
+            assert files.read_text(path) == "B" * 1000
         rename(source, target, overwrite=overwrite)
 
     monkeypatch.setattr(tf.io.gfile, "rename", renaming)
     files.write_atomically(path, "A" * 10)
-    assert open(path).read() == "A" * 10
+    assert files.read_text(path) == "A" * 10
     assert os.listdir(tmp_path) == ["metrics.json"]
 
 
