@@ -280,3 +280,19 @@ def test_t2t_datagen_takes_the_files_by_flag(tmp_path):
     )
     assert result.returncode == 1
     assert "takes no files" in result.stderr
+
+
+def test_datagen_logs_its_true_encoding_rate(tmp_path, monkeypatch, caplog):
+    """A clock that advances one second per reading: the 50 training pairs (one
+    batch) are encoded one second after the encoder's start: 50 pairs/s."""
+    from t2t_lite.data import text_problem
+
+    write_corpus(tmp_path)
+    prob, data_dir, _ = generate(tmp_path)
+    ticks = iter(range(10**6, 10**6 + 100))  # far from any index into the batch
+    monkeypatch.setattr(text_problem.time, "perf_counter", lambda: float(next(ticks)))
+    monkeypatch.setattr(text_problem, "PROGRESS_EVERY_S", 0.5)
+    with caplog.at_level("INFO"):
+        examples = list(prob._encode(prob._clean_pairs(data_dir, "train"), "train"))
+    assert len(examples) == 50
+    assert "train: 50 pairs encoded, 50 pairs/s." in caplog.text

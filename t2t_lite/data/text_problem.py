@@ -197,14 +197,14 @@ class Text2TextProblem(problem.Problem):
             values, splits = values.tolist(), splits.tolist()
             n = (len(splits) - 1) // 2
             for i in range(n):
-                start, end = splits[i], splits[i + 1]
-                target_start, target_end = splits[n + i], splits[n + i + 1]
-                if end - start > limit or target_end - target_start > limit:
+                source_ids = values[splits[i] : splits[i + 1]]
+                target_ids = values[splits[n + i] : splits[n + i + 1]]
+                if len(source_ids) > limit or len(target_ids) > limit:
                     too_long += 1
                     continue
                 yield {
-                    "inputs": sequences.with_eos(values[start:end]),
-                    "targets": sequences.with_eos(values[target_start:target_end]),
+                    "inputs": sequences.with_eos(source_ids),
+                    "targets": sequences.with_eos(target_ids),
                 }
             done += n
             now = time.perf_counter()
