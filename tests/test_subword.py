@@ -81,11 +81,11 @@ def test_pretokenize_cuts_where_regex_split_does():
         "ääå123abc...!!",
     ]
     words = subword.pretokenize(tf.constant(texts)).to_list()
-    marked = tf.strings.regex_replace(tf.constant(texts), " ", subword.SPACE)
+    marked = tf.constant([subword.escape(text) for text in texts])
     reference = tf_text.regex_split(marked, subword.WORD, keep_delim_regex_pattern=subword.WORD)
     assert words == reference.to_list()
     for text, row in zip(texts, words, strict=True):
-        assert b"".join(row).decode() == text.replace(" ", subword.SPACE)
+        assert b"".join(row).decode() == subword.escape(text)
     assert words[0] == [
         w.encode() for w in ["Hello", ",", "▁world", "!", "▁", "▁Two", "▁", "▁spaces"]
     ]
@@ -102,7 +102,7 @@ MIXED = [
 def test_every_training_character_is_in_the_vocabulary_alone_and_continuing():
     tokens = subword.learn(CORPUS + MIXED, target_size=400)
     vocabulary = set(tokens)
-    characters = {subword.SPACE if c == " " else c for line in CORPUS + MIXED for c in line}
+    characters = {c for line in CORPUS + MIXED for c in subword.escape(line)}
     missing = [c for c in characters if c not in vocabulary or "##" + c not in vocabulary]
     assert not missing
 
@@ -112,8 +112,7 @@ def test_mixed_scripts_emoji_control_characters_and_spaces_round_trip():
     for line in MIXED:
         ids = tokenizer.encode(line)
         assert subword.UNK_ID not in ids
-        # A literal "▁" in the input is the one character that comes back changed.
-        assert tokenizer.decode(ids) == line.replace(subword.SPACE, " ")
+        assert tokenizer.decode(ids) == line  # a literal "▁" included
     # A new line made of known characters in a new order.
     shuffled = "".join(reversed(MIXED[0])) + MIXED[1][::3]
     assert tokenizer.decode(tokenizer.encode(shuffled)) == shuffled
@@ -170,3 +169,32 @@ def test_an_export_made_with_the_previous_learner_still_loads_and_serves():
     by_ids = model.signatures["decode_ids"](inputs=padded)["outputs"].numpy().tolist()
     expected = [tokenizer.decode([i for i in row if i > 1]) for row in by_ids]
     assert [s.decode() for s in served["outputs"].numpy()] == expected
+
+
+def test_literal_space_marks_and_escape_characters_come_back():
+    """The escapes are undone in order: a literal "▁", the escape character, and
+    the escape character before a literal "1" or "▁" all come back as they were."""
+    e = subword.ESCAPE
+    lines = ["a▁b c", "▁", " ▁ ", f"x{e}y", f"{e}1 {e}2", f"{e}▁", f"▁{e}", "1▁2"]
+    tokenizer = subword.SubwordTokenizer(subword.learn(lines * 2, target_size=100))
+    for line in lines:
+        ids = tokenizer.encode(line)
+        assert subword.UNK_ID not in ids
+        assert tokenizer.decode(ids) == line
+    assert subword.escape(f"a▁b c{e}") == f"a{e}1b▁c{e}2"
+
+
+def test_characters_that_leave_no_room_for_merges_are_warned_about(caplog):
+    """300 distinct CJK characters are 603 tokens with the reserved ones: a
+    target of 400 is passed, and no merge fits; a target of 2,000 leaves room."""
+    chars = [chr(0x4E00 + i) for i in range(300)]
+    lines = ["".join(chars[i : i + 10]) for i in range(0, 300, 10)] * 4
+    with caplog.at_level("WARNING"):
+        tokens = subword.learn(lines, target_size=400)
+    assert len(tokens) == 603
+    assert "vocabulary: 603 tokens, above the target of 400" in caplog.text
+    assert "no subword merges within 400 tokens: the text has 300 distinct" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        roomy = subword.learn(lines, target_size=2000)
+    assert len(roomy) > 603 and "vocabulary:" not in caplog.text

@@ -38,6 +38,20 @@ UNK_ID = 2
 WORD = rf"{SPACE}?[\p{{L}}\p{{M}}\p{{N}}]+|{SPACE}?[^\p{{L}}\p{{M}}\p{{N}}{SPACE}]|{SPACE}"
 
 
+# A private-use character that starts an escape: ESCAPE + "1" is a literal
+# "▁" of the text, ESCAPE + "2" a literal ESCAPE. Every ESCAPE of escaped
+# text starts an escape, so the two are undone one after the other.
+ESCAPE = "\ue000"
+ESCAPES = ((ESCAPE, ESCAPE + "2"), (SPACE, ESCAPE + "1"), (" ", SPACE))
+
+
+def escape(line: str) -> str:
+    """The text the vocabulary sees: literal "▁" and ESCAPE escaped, spaces as "▁"."""
+    for old, new in ESCAPES:
+        line = line.replace(old, new)
+    return line
+
+
 # Never in UTF-8 text: the byte pretokenize cuts at.
 CUT = b"\xff"
 
@@ -50,7 +64,9 @@ def pretokenize(text: tf.Tensor) -> tf.RaggedTensor:
     cuts there: the same words as tf_text.regex_split(marked, WORD,
     keep_delim_regex_pattern=WORD), about five times faster.
     """
-    marked = tf.strings.regex_replace(text, " ", SPACE)
+    marked = text
+    for old, new in ESCAPES:  # literal replacements (no regex metacharacters)
+        marked = tf.strings.regex_replace(marked, old, new)
     cut = tf.strings.regex_replace(marked, WORD, CUT + b"\\0")  # CUT before every word
     words = tf.strings.split(cut, sep=CUT)  # [N, (words)], "" first
     return tf.ragged.boolean_mask(words, tf.strings.length(words) > 0)
@@ -83,17 +99,16 @@ def learn(lines: list[str], target_size: int, progress_every_s: float = 30.0) ->
         raise ValueError(f"vocabulary size {target_size} is too small")
     characters: set[str] = set()
     for line in lines:
-        characters.update(line)
+        characters.update(escape(line))
     if not characters:
         raise ValueError("no text to learn a vocabulary from")
-    if " " in characters:
-        characters.discard(" ")
-        characters.add(SPACE)
     # "##c" for every character, given up front: the trainer would create
     # them in hash-map order, and their ids break ties between merges.
     continuations = [SUFFIX + char for char in sorted(characters)]
     model = tokenizers.Tokenizer(tokenizers.models.WordPiece(unk_token=UNK))
-    model.normalizer = tokenizers.normalizers.Replace(" ", SPACE)
+    model.normalizer = tokenizers.normalizers.Sequence(
+        [tokenizers.normalizers.Replace(old, new) for old, new in ESCAPES]
+    )
     model.pre_tokenizer = tokenizers.pre_tokenizers.Split(
         tokenizers.Regex(WORD), behavior="isolated"
     )
@@ -127,7 +142,29 @@ def learn(lines: list[str], target_size: int, progress_every_s: float = 30.0) ->
     tokens = sorted(vocab, key=vocab.get)
     if tuple(tokens[: len(RESERVED)]) != RESERVED:
         raise AssertionError(f"the trainer moved the reserved tokens: {tokens[:5]}")
+    _warn_when_characters_fill(tokens, len(characters), target_size)
     return tokens
+
+
+def _warn_when_characters_fill(tokens: list[str], characters: int, target_size: int) -> None:
+    """A warning when the characters (each alone and as "##c") leave no room for
+    merges, or outnumber the target: text of thousands of distinct characters (CJK)."""
+    merges = sum(len(token.removeprefix(SUFFIX)) > 1 for token in tokens[len(RESERVED) :])
+    why = (
+        f"the text has {characters} distinct characters, each kept alone and as "
+        f'"{SUFFIX}c" ({2 * characters + len(RESERVED)} tokens with the reserved ones)'
+    )
+    if len(tokens) > target_size:
+        logging.warning(
+            "vocabulary: %d tokens, above the target of %d: %s; no text maps to UNK.",
+            len(tokens), target_size, why,
+        )  # fmt: skip
+    if not merges:
+        logging.warning(
+            "vocabulary: no subword merges within %d tokens: %s; a vocabulary size above "
+            "%d leaves room for merges.",
+            target_size, why, 2 * characters + len(RESERVED),
+        )  # fmt: skip
 
 
 def _chunks(lines: list[str], size: int) -> Iterator[list[str]]:
@@ -181,7 +218,9 @@ class SubwordTokenizer(graph_tokenizer.GraphTokenizer):
         pieces = tf.ragged.map_flat_values(tf.gather, self._tokens, ids)  # [N, (pieces)]
         pieces = tf.ragged.map_flat_values(tf.strings.regex_replace, pieces, "^##", "")
         text = tf.strings.reduce_join(pieces, axis=1)  # [N]
-        return tf.strings.regex_replace(text, SPACE, " ")
+        for old, new in reversed(ESCAPES):  # "▁" -> " ", then the escapes, in this order
+            text = tf.strings.regex_replace(text, new, old)
+        return text
 
     def encode(self, line: str) -> list[int]:
         """One line -> ids (eagerly, with the graph's ops)."""
