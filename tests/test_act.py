@@ -42,18 +42,25 @@ def test_step_weights_of_every_non_pad_position_sum_to_one():
     np.testing.assert_allclose(weight_sums[NONPADDING.numpy() > 0], 1.0, atol=1e-6)
 
 
-def test_n_updates_between_one_and_max_steps():
-    _, _, _, stats = run(max_steps=5)
-    n = stats.n_updates.numpy()[NONPADDING.numpy() > 0]
-    assert n.min() >= 1 and n.max() <= 5
-    np.testing.assert_array_equal(n, np.round(n))
-
-
-def test_remainders_lie_in_unit_interval():
-    _, _, _, stats = run()
-    r = stats.remainders.numpy()
-    assert (r >= 0).all() and (r <= 1).all()
-    assert (r[NONPADDING.numpy() > 0] > 0).all()
+def test_a_crafted_halting_sequence_gives_each_position_its_exact_n_and_r():
+    """Position i halts with probability p_i at every step (the state is its
+    logit and never changes). Threshold 0.99, at most 5 steps, by hand:
+    p = 0.3: 0.3, 0.6, 0.9, then 1.2 > 0.99: N = 4, R = 1 - 0.9 = 0.1;
+    p = 0.5: 0.5, then 1.0 > 0.99: N = 2, R = 0.5;
+    p = 0.995 passes at once: N = 1, R = 1;
+    p = 0.15: 0.15 .. 0.6 after 4 steps, 0.75 at step 5 passes nothing but is
+    the last: forced, N = 5, R = 1 - 0.6 = 0.4; padding: N = R = 0."""
+    probabilities = [0.3, 0.5, 0.995, 0.15, 0.5]
+    logits = [math.log(p / (1 - p)) for p in probabilities]
+    state = tf.constant([[[x, 0.0] for x in logits]])  # [B=1, L=5, C=2]
+    layer = act.AdaptiveComputationTime(5, 0.01)
+    layer.build(state.shape)
+    layer.halting.weights[0].assign([[1.0], [0.0]])  # p = sigmoid(channel 0)
+    layer.halting.weights[1].assign([0.0])
+    _, stats = layer.apply(state, lambda s, step: s, tf.constant([[1.0, 1, 1, 1, 0]]))
+    np.testing.assert_array_equal(stats.n_updates.numpy(), [[4, 2, 1, 5, 0]])
+    np.testing.assert_allclose(stats.remainders.numpy(), [[0.1, 0.5, 1.0, 0.4, 0.0]], atol=1e-6)
+    assert int(stats.steps) == 5
 
 
 def test_large_positive_bias_takes_one_step_equal_to_one_block_application():

@@ -207,7 +207,20 @@ def test_a_language_model_run_decodes_evaluates_and_exports(tmp_path):
     assert not model.has_encoder
     (tmp_path / "sva.tsv").write_text("the keys\tare\tis\nthe key\tis\tare\n")
     result = lm_eval.evaluate_file("agreement", model, problem, str(tmp_path / "sva.tsv"))
-    assert result["examples"] == 2 and 0.0 <= result["accuracy"] <= 1.0
+
+    # By hand: one unbatched, unpadded pass per verb; the correct verb must score higher.
+    def log_likelihood(prefix: str, verb: str) -> float:
+        context = problem.encode_text(prefix)
+        ids = problem.encode_text(f"{prefix} {verb}")
+        encoded, bias = model.encode(tf.constant([[sequences.EOS_ID]]))
+        log_probs = tf.nn.log_softmax(model.decode(tf.constant([ids]), encoded, bias))[0]
+        return sum(float(log_probs[t, ids[t]]) for t in range(len(context), len(ids)))
+
+    right = [
+        log_likelihood("the keys", "are") > log_likelihood("the keys", "is"),
+        log_likelihood("the key", "is") > log_likelihood("the key", "are"),
+    ]
+    assert result["examples"] == 2 and result["accuracy"] == sum(right) / 2
 
     decoder = decoder_lib.Decoder(model, decoder_lib.DecodeHParams(extra_length=4))
     [[(expected, _)]] = decoder.decode_ids([problem.encode_text("the cat")])

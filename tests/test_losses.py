@@ -15,12 +15,18 @@ def test_cross_entropy_without_smoothing_by_hand():
 
 
 def test_smoothed_cross_entropy_by_hand():
-    # V=3, smoothing 0.2: target [0.1, 0.8, 0.1]; uniform logits.
-    logits = tf.zeros([1, 1, 3])
-    loss_sum, _ = losses.smoothed_cross_entropy(logits, tf.constant([[1]]), 0.2)
-    xent = math.log(3.0)
+    # V=3, smoothing 0.2: target id 2 gets 0.8, the others 0.1 each. Logits
+    # [0, ln 3, 0]: probabilities 1/5, 3/5, 1/5, so the label's position and the
+    # spread both matter (uniform logits would hide a wrong label index).
+    logits = tf.constant([[[0.0, math.log(3.0), 0.0]]])
+    loss_sum, weight = losses.smoothed_cross_entropy(logits, tf.constant([[2]]), 0.2)
+    xent = -(0.1 * math.log(1 / 5) + 0.1 * math.log(3 / 5) + 0.8 * math.log(1 / 5))
     entropy = -(0.8 * math.log(0.8) + 2 * 0.1 * math.log(0.1))
-    np.testing.assert_allclose(float(loss_sum), xent - entropy, rtol=1e-6)
+    assert float(weight) == 1.0
+    np.testing.assert_allclose(float(loss_sum), xent - entropy, rtol=1e-6)  # 0.4484...
+    on_label, _ = losses.smoothed_cross_entropy(logits, tf.constant([[1]]), 0.2)
+    xent = -(0.1 * math.log(1 / 5) + 0.8 * math.log(3 / 5) + 0.1 * math.log(1 / 5))
+    np.testing.assert_allclose(float(on_label), xent - entropy, rtol=1e-6)
 
 
 def test_perfectly_smoothed_prediction_scores_zero():

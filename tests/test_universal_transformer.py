@@ -28,7 +28,10 @@ def ut_model(vocab_size=11, adaptive=False, **overrides):
 
 
 @pytest.mark.parametrize("name", UT_SETS)
-def test_forward_shapes_for_every_set(name):
+def test_every_set_is_causal_and_blind_to_padding(name):
+    """For every set's structure (fc or sepconv, fixed steps or ACT): more source
+    padding changes no logit, a later target changes no earlier position's
+    logits, and training mode adds the ponder cost exactly under ACT."""
     hp = dataclasses.replace(
         registry.HPARAMS.get(name)(),
         hidden_size=16,
@@ -38,10 +41,16 @@ def test_forward_shapes_for_every_set(name):
         act_max_steps=3,
     )
     model = universal_transformer.UniversalTransformer(hp, 13)
-    for training in (False, True):
-        logits, aux = model.forward(FEATURES, training=training)
-        assert logits.shape == (2, 5, 13) and logits.dtype == tf.float32
-        assert ("loss" in aux) == hp.adaptive
+    logits = model(FEATURES).numpy()
+    assert logits.shape == (2, 5, 13)
+    padded = model({"inputs": tf.pad(INPUTS, [[0, 0], [0, 3]]), "targets": TARGETS}).numpy()
+    np.testing.assert_allclose(padded, logits, atol=1e-5)
+    later = tf.tensor_scatter_nd_update(TARGETS, [[0, 2], [1, 2]], [9, 9])  # inputs at 3
+    changed = model({"inputs": INPUTS, "targets": later}).numpy()
+    np.testing.assert_allclose(changed[:, :3], logits[:, :3], atol=1e-5)
+    assert not np.allclose(changed[:, 3], logits[:, 3], atol=1e-5)
+    trained, aux = model.forward(FEATURES, training=True)
+    assert trained.shape == (2, 5, 13) and ("loss" in aux) == hp.adaptive
 
 
 def test_sets_keep_tensor2tensor_relations():
