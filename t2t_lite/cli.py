@@ -12,15 +12,26 @@ class UserError(RuntimeError):
     """A failure the user can act on that is not a bad value (e.g. training diverged)."""
 
 
+class Interrupted(Exception):
+    """A run stopped as asked (SIGTERM, SIGINT) after saving its state; the message says where."""
+
+
 # Errors caused by flags, files, data or settings: reported in one line, no
 # traceback. Corrupt records are ValueErrors; a diverged run is a UserError.
 USER_ERRORS = (ValueError, KeyError, FileNotFoundError, UserError)
 
 
 def run(program: str, fn: Callable[[], None]) -> None:
-    """Calls fn; a user error or a full disk prints "program: error: message" and exits 1."""
+    """Calls fn; a user error or a full disk prints "program: error: message" and exits 1;
+    a run stopped by a signal after saving prints where and exits 0; Ctrl-C elsewhere exits 130."""
     try:
         fn()
+    except Interrupted as stopped:  # saved as asked: not a failure
+        print(f"{program}: {stopped}", file=sys.stderr)
+        sys.exit(0)
+    except KeyboardInterrupt:  # Ctrl-C outside a training loop; writes are atomic
+        print(f"{program}: interrupted; no file was left half-written", file=sys.stderr)
+        sys.exit(130)
     except USER_ERRORS as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
         _fail(program, message)

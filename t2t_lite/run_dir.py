@@ -4,6 +4,7 @@
   experiment.json          model, problem, hparams set and hparams (experiment.py)
   model.ckpt-<step>.*      checkpoints of model, optimizer and step (checkpoints.py)
   checkpoint               TensorFlow's index of the kept checkpoints
+  train_time.json          seconds of training up to each kept checkpoint (time budgets)
   metrics.json             final evaluation of every split, its step and its source
                            (data_dir, random_seed) (the trainer)
   <vocabulary files>       the problem's assets, e.g. vocab.subwords (Problem.save_assets)
@@ -17,13 +18,14 @@ t2t-decode, t2t-export, t2t-visualize (`open_run`) and t2t-avg-checkpoints
 tf.io.gfile.
 """
 
+import json
 import os
 
 import keras
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite import checkpoints, experiment, run_lock
+from t2t_lite import checkpoints, experiment, files, run_lock
 from t2t_lite.data import problem as problem_lib
 
 EXPERIMENT_FILE = experiment.EXPERIMENT_FILE
@@ -32,6 +34,7 @@ METRICS_FILE = "metrics.json"
 METRICS_SOURCE = "source"
 LOCK_FILE = run_lock.LOCK_FILE
 AVERAGED_DIR = "averaged"
+TRAIN_TIME_FILE = "train_time.json"
 # Following a run's newest checkpoint, a reader retries this many times when
 # the trainer deletes the one it chose (keep_checkpoint_max) during the read.
 READ_ATTEMPTS = 5
@@ -51,6 +54,35 @@ def claim(exp: experiment.Experiment, output_dir: str) -> None:
 def save_vocabulary(problem: problem_lib.Problem, output_dir: str) -> None:
     """Copies the problem's vocabulary into the run, so readers need only the run."""
     problem.save_assets(output_dir)
+
+
+def trained_seconds(output_dir: str, step: int) -> float:
+    """Seconds of training up to the checkpoint of `step` (0: none recorded, or step 0)."""
+    path = os.path.join(output_dir, TRAIN_TIME_FILE)
+    if not step or not tf.io.gfile.exists(path):
+        return 0.0
+    try:
+        return float(json.loads(files.read_text(path)).get(str(step), 0.0))
+    except (ValueError, AttributeError, TypeError):
+        logging.warning("%s cannot be read; counting this run's time budget from 0.", path)
+        return 0.0
+
+
+def record_trained_seconds(output_dir: str, step: int, seconds: float) -> None:
+    """Records the training time of the checkpoint just saved at `step` (and
+    keeps only the entries of checkpoints still on disk)."""
+    path = os.path.join(output_dir, TRAIN_TIME_FILE)
+    kept = {str(step): round(seconds, 3)}
+    if tf.io.gfile.exists(path):
+        try:
+            previous = json.loads(files.read_text(path))
+        except ValueError:
+            previous = {}
+        for key, value in previous.items() if isinstance(previous, dict) else ():
+            prefix = os.path.join(output_dir, f"{checkpoints.CHECKPOINT_NAME}-{key}")
+            if key != str(step) and tf.io.gfile.exists(prefix + ".index"):
+                kept[key] = value
+    files.write_atomically(path, json.dumps(kept, indent=1, sort_keys=True))
 
 
 def kept_checkpoints(output_dir: str) -> list[str]:

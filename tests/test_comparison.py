@@ -75,7 +75,7 @@ def test_unknown_model_lists_the_known_ones():
         comparison.parse_entries(["transformer", "lstm"])
 
 
-def finished_run(tmp_path, exp, data_dir, seed, step=5, source=True):
+def finished_run(tmp_path, exp, data_dir, seed, step=5, source=True, minutes=0.0, by="train_steps"):
     """A run directory as the trainer leaves it: experiment.json and metrics.json."""
     from t2t_lite import files
 
@@ -83,7 +83,12 @@ def finished_run(tmp_path, exp, data_dir, seed, step=5, source=True):
     exp.save(str(run))
     record = {"step": step, "dev": {"accuracy": 1.0}}
     if source:
-        record["source"] = {"data_dir": files.absolute(data_dir), "random_seed": seed}
+        record["source"] = {
+            "data_dir": files.absolute(data_dir),
+            "random_seed": seed,
+            "train_minutes": minutes,
+            "stopped_by": by,
+        }
     (run / "metrics.json").write_text(json.dumps(record))
     return str(run)
 
@@ -96,8 +101,10 @@ def test_finished_runs_are_reused_only_for_the_same_experiment_data_and_seed(tmp
             "transformer", "test_identity_small", "transformer_test", overrides
         )
 
-    def config(steps=5, seed=1):
-        return comparison.trainer.TrainConfig(train_steps=steps, random_seed=seed)
+    def config(steps=5, seed=1, minutes=0.0):
+        return comparison.trainer.TrainConfig(
+            train_steps=steps, random_seed=seed, train_minutes=minutes
+        )
 
     data = str(tmp_path / "data")
     run = finished_run(tmp_path, resolve(), data, seed=1)
@@ -111,6 +118,13 @@ def test_finished_runs_are_reused_only_for_the_same_experiment_data_and_seed(tmp
     with pytest.raises(ValueError, match="random_seed=1, not random_seed=2; use a new --output"):
         comparison._finished(run, resolve(), data, config(seed=2))
     assert comparison._finished(str(tmp_path / "missing"), resolve(), data, config()) is None
+    with pytest.raises(ValueError, match="train_minutes=0.0, not train_minutes=2.0"):
+        comparison._finished(run, resolve(), data, config(minutes=2.0))
+    # At equal time: a run that spent its budget before train_steps is finished.
+    timed = finished_run(tmp_path, resolve(), data, 1, step=3, minutes=2.0, by="time budget")
+    assert comparison._finished(timed, resolve(), data, config(minutes=2.0)) is not None
+    stopped = finished_run(tmp_path, resolve(), data, 1, step=3, minutes=2.0)  # not its budget
+    assert comparison._finished(stopped, resolve(), data, config(minutes=2.0)) is None
     # Figures that do not say where they came from are evaluated again.
     old = finished_run(tmp_path, resolve(), data, seed=1, source=False)
     assert comparison._finished(old, resolve(), data, config()) is None
@@ -125,7 +139,12 @@ def test_rerun_with_other_hparams_refuses_instead_of_printing_the_old_figures(
         trained.append(exp.hparams.num_heads)
         exp.save(run_dir)
         record = {"step": config.train_steps, "dev": results(0.5, 0.5, 0.5)["dev"]}
-        record["source"] = {"data_dir": os.path.abspath(data_dir), "random_seed": 1}
+        record["source"] = {
+            "data_dir": os.path.abspath(data_dir),
+            "random_seed": 1,
+            "train_minutes": 0.0,
+            "stopped_by": "train_steps",
+        }
         with open(os.path.join(run_dir, "metrics.json"), "w") as f:
             json.dump(record, f)
         return results(0.5, 0.5, 0.5)

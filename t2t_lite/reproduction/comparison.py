@@ -164,8 +164,9 @@ def add_greedy(rows: list[dict], data_dir: str, max_examples: int, split: str = 
 def _finished(
     run_dir: str, exp: experiment.Experiment, data_dir: str, config: trainer.TrainConfig
 ) -> dict | None:
-    """The metrics of a run of `exp` that already reached config.train_steps on
-    data_dir with config's seed, else None (the trainer resumes or re-evaluates it).
+    """The metrics of a run of `exp` that already reached config.train_steps (or
+    spent config.train_minutes) on data_dir with config's seed, else None (the
+    trainer resumes or re-evaluates it).
 
     A run directory that holds another experiment, or figures of another data
     dir or seed, is refused with one line: its figures would be stale.
@@ -175,13 +176,16 @@ def _finished(
     if not tf.io.gfile.exists(path):
         return None
     metrics = json.loads(files.read_text(path))
-    if metrics.pop("step", None) != config.train_steps:
-        return None
+    step = metrics.pop("step", None)
     source = metrics.pop(METRICS_SOURCE, None)
     if source is None:  # written before metrics.json named its source: evaluate again
         logging.info("%s names no data_dir; evaluating its checkpoint on %s.", path, data_dir)
         return None
-    wanted = {"data_dir": files.absolute(data_dir), "random_seed": config.random_seed}
+    wanted = {
+        "data_dir": files.absolute(data_dir),
+        "random_seed": config.random_seed,
+        "train_minutes": config.train_minutes,
+    }
     differs = [key for key in sorted(wanted) if source.get(key) != wanted[key]]
     if differs:
         found = ", ".join(f"{key}={source.get(key)!r}" for key in differs)
@@ -190,6 +194,9 @@ def _finished(
             f"{run_dir!r} holds a finished run with {found}, not {asked}; "
             "use a new --output_dir or the same flags"
         )
+    budget_spent = config.train_minutes and source.get("stopped_by") == "time budget"
+    if step != config.train_steps and not budget_spent:
+        return None  # the trainer resumes it
     return metrics
 
 

@@ -22,7 +22,20 @@ class TrainConfig:
 
     train_steps: int = _field(1000, "Total training steps (resume counts from the checkpoint).")
     eval_steps: int = _field(100, "Batches per periodic evaluation (< 0: whole split).")
-    local_eval_frequency: int = _field(500, "Checkpoint and evaluate every N steps.")
+    local_eval_frequency: int = _field(
+        500, "Evaluate every N steps (and checkpoint, unless --save_checkpoints_* is set)."
+    )
+    save_checkpoints_steps: int = _field(
+        0, "Checkpoint every N steps, whatever the evaluation cadence (0: at each evaluation)."
+    )
+    save_checkpoints_secs: int = _field(
+        0, "Also checkpoint when this many seconds have passed since the last save (0: off)."
+    )
+    train_minutes: float = _field(
+        0.0,
+        "Time budget: stop with a checkpoint and a final evaluation once training has run "
+        "this many minutes in all (resumes included), or at --train_steps (0: no budget).",
+    )
     eval_splits: tuple[str, ...] = _field(
         (),
         "Splits evaluated at every checkpoint, --eval_steps batches each (default: the "
@@ -62,6 +75,9 @@ class TrainConfig:
         ):
             if getattr(self, key) < 1:
                 raise ValueError(f"--{key} must be >= 1, got {getattr(self, key)}")
+        for key in ("save_checkpoints_steps", "save_checkpoints_secs", "train_minutes"):
+            if not getattr(self, key) >= 0:
+                raise ValueError(f"--{key} must be >= 0 (0: off), got {getattr(self, key)}")
         if not 0 <= self.random_seed < 2**31:
             raise ValueError(f"--random_seed must be in [0, 2**31), got {self.random_seed}")
         if self.eval_bleu_examples < 0:

@@ -12,7 +12,7 @@ from t2t_lite import checkpoints, cli, files, run_dir
 from t2t_lite import experiment as experiment_lib
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
-from t2t_lite.training import distribution, evaluation, run_setup, steps
+from t2t_lite.training import distribution, evaluation, run_setup, steps, stopping
 from t2t_lite.training.config import TrainConfig
 
 METRICS_FILE = run_dir.METRICS_FILE
@@ -105,9 +105,12 @@ class Trainer:
     # Loop.
 
     def train(self) -> dict[str, dict[str, float]]:
-        """Trains to config.train_steps, evaluating and checkpointing; returns final metrics."""
+        """Trains to config.train_steps (or its time budget), evaluating every
+        local_eval_frequency steps and checkpointing on its cadence; returns the
+        final metrics. A SIGTERM or SIGINT saves a checkpoint and raises
+        cli.Interrupted (the binaries exit 0 with its one line)."""
         config = self.config
-        start_step = int(self.step.numpy())
+        start_step = step = int(self.step.numpy())
         writer = self._summary_writer("train")
         # Reseed the shuffle on resume so a restarted run does not replay its data.
         train_data = self.distributed_dataset(
@@ -116,22 +119,49 @@ class Trainer:
         paths = self.problem.filepaths(self.data_dir, problem_lib.TRAIN)
         iterator = iter(train_data)
         pending = []  # step outputs not yet read back to the host
-        window = _Window(start_step)
+        window = _Window(start_step, config.train_steps)
         # A Python step count: reading the step variable would sync every step.
         micro_batches = range(config.accumulation_steps)
-        for step in range(start_step + 1, config.train_steps + 1):
-            batches = tuple(tfrecord.next_element(iterator, paths) for _ in micro_batches)
-            pending.append(self._train_step(batches))
-            boundary = step % config.local_eval_frequency == 0 or step == config.train_steps
-            if step % config.log_step_count_steps == 0 or boundary:
-                self._log_progress(window, pending, step, writer)
-                pending = []
-            if boundary:
-                self._save(step)
-                if step < config.train_steps:  # the final evaluation covers the last step
+        save_every = config.save_checkpoints_steps or config.local_eval_frequency
+        trained = run_dir.trained_seconds(self.output_dir, start_step)
+        self.stop = stopping.StopConditions(
+            self.strategy, config.train_minutes, trained, config.save_checkpoints_secs
+        )
+        with self.stop:
+            reason, _ = self.stop.decide()  # a budget already spent trains no step
+            steps = range(start_step + 1, config.train_steps + 1) if not reason else ()
+            for step in steps:
+                batches = tuple(tfrecord.next_element(iterator, paths) for _ in micro_batches)
+                pending.append(self._train_step(batches))
+                reason, clock = self.stop.decide()
+                last = step == config.train_steps or bool(reason)
+                evaluate = step % config.local_eval_frequency == 0 and not last
+                save = step % save_every == 0 or clock or last
+                first = step == start_step + 1  # a progress line within seconds of the start
+                if first or step % config.log_step_count_steps == 0 or save or evaluate:
+                    self._log_progress(window, pending, step, writer)
+                    pending = []
+                if save:
+                    self._save(step)
+                if evaluate:
                     for split in config.eval_splits or (self.problem.eval_split,):
                         self._evaluate_split(split, step, config.eval_steps)
-        return self.final_evaluation()
+                    reason, _ = self.stop.decide()  # a signal during the evaluation
+                    if reason and not save:
+                        self._save(step)
+                if reason:
+                    break
+        if reason and reason != stopping.BUDGET:
+            raise cli.Interrupted(
+                f"stopped by {reason} at step {step}; saved {self._good_checkpoint}; "
+                "run the same command again to resume from it"
+            )
+        if reason:
+            logging.info(
+                "Time budget of %g minutes reached at step %d (%.0f s of training in all).",
+                config.train_minutes, step, self.stop.seconds(),
+            )  # fmt: skip
+        return self.final_evaluation("time budget" if reason else "train_steps")
 
     def _last_good(self) -> str:
         if self._good_checkpoint is None:
@@ -145,7 +175,10 @@ class Trainer:
                 f"{self._last_good()} Try a lower learning_rate_constant, more "
                 "learning_rate_warmup_steps or clip_grad_norm."
             )
-        self._good_checkpoint = checkpoints.save(self.manager, step)
+        with self.stop.saving():  # a second signal now waits for the save
+            self._good_checkpoint = checkpoints.save(self.manager, step)
+            if self.chief:
+                run_dir.record_trained_seconds(self.output_dir, step, self.stop.seconds())
         if not self.chief:  # a worker's copy only served the collective save
             tf.io.gfile.rmtree(self.save_dir)
 
@@ -175,9 +208,10 @@ class Trainer:
             key: sum(float(out[3][key]) for out in pending) / len(pending) for key in pending[0][3]
         }
         logging.info(
-            "step %d: loss=%.4f lr=%.3g grad_norm=%.3g steps/s=%.2f tokens/s=%.0f%s",
+            "step %d: loss=%.4f lr=%.3g grad_norm=%.3g steps/s=%.2f tokens/s=%.0f%s%s",
             step, loss, lr, grad_norm, steps_per_sec, tokens_per_sec,
             "".join(f" {key}={value:.4g}" for key, value in sorted(extra.items())),
+            window.eta(self.stop.budget_left()),
         )  # fmt: skip
         with writer.as_default(step=step):
             tf.summary.scalar("loss", loss)
@@ -211,7 +245,7 @@ class Trainer:
         writer.flush()
         return metrics
 
-    def final_evaluation(self) -> dict[str, dict[str, float]]:
+    def final_evaluation(self, stopped_by: str = "train_steps") -> dict[str, dict[str, float]]:
         """Evaluates every non-train split in full; writes metrics.json in the run dir."""
         step = int(self.step.numpy())
         results = {
@@ -225,6 +259,8 @@ class Trainer:
             source = {
                 "data_dir": files.absolute(self.data_dir),
                 "random_seed": self.config.random_seed,
+                "train_minutes": self.config.train_minutes,
+                "stopped_by": stopped_by,
             }
             record = {"step": step, run_dir.METRICS_SOURCE: source, **results}
             files.write_atomically(path, files.strict_json(record))
@@ -232,17 +268,35 @@ class Trainer:
 
 
 class _Window:
-    """Wall time and steps since the last progress line."""
+    """Wall time and steps since the last progress line, and the time to the end."""
 
-    def __init__(self, step: int):
+    def __init__(self, step: int, last_step: int):
         self.step = step
+        self.last_step = last_step
         self.time = time.perf_counter()
+        self.first: tuple[int, float] | None = None  # after the first (traced) step
 
     def advance(self, step: int) -> tuple[float, int]:
         now = time.perf_counter()
         seconds, steps = max(now - self.time, 1e-9), step - self.step
         self.step, self.time = step, now
+        if self.first is None:
+            self.first = (step, now)
         return seconds, steps
+
+    def eta(self, budget_left_s: float | None = None) -> str:
+        """The time to the end as " eta=1h02m", from the rate since the first step
+        (or the time budget's end, if sooner); "" before there is a rate."""
+        if self.first is None or self.step <= self.first[0]:
+            return ""
+        rate = (self.step - self.first[0]) / max(self.time - self.first[1], 1e-9)
+        seconds = (self.last_step - self.step) / rate
+        if budget_left_s is not None:
+            seconds = min(seconds, max(budget_left_s, 0.0))
+        minutes = round(seconds / 60)
+        return (
+            f" eta={minutes // 60}h{minutes % 60:02d}m" if seconds >= 60 else f" eta={seconds:.0f}s"
+        )
 
 
 def train(

@@ -1,0 +1,123 @@
+"""Why a training run stops before --train_steps: a signal, or its time budget.
+
+SIGTERM (what a preempting scheduler or `timeout` sends) and SIGINT (Ctrl-C)
+no longer kill the run: the handler only records the signal, the step in
+flight finishes, and the trainer saves a checkpoint and exits. A second
+signal while that checkpoint is written is recorded and ignored, so the save
+completes (SIGKILL still kills; the next run cleans what a killed save left).
+
+Under MultiWorkerMirroredStrategy every worker must save together (a save is
+collective), so the workers agree on each step's decisions (stop, save by
+the clock) with one all-reduce of three integers; a single process decides
+alone. TensorFlow's PreemptionCheckpointHandler does this only for
+MultiWorkerMirroredStrategy and TPUs, with its own checkpoint naming and
+restore; this serves every strategy the trainer supports with its own
+checkpoints.
+"""
+
+import signal
+import threading
+import time
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+BUDGET = "time budget"
+
+
+class StopConditions:
+    """A context that catches SIGTERM/SIGINT and keeps the run's clocks.
+
+    train_minutes: the budget (0: none); trained_seconds: training time of
+    earlier runs of this run directory; save_secs: the checkpoint clock (0: off).
+    """
+
+    def __init__(
+        self,
+        strategy: tf.distribute.Strategy,
+        train_minutes: float = 0.0,
+        trained_seconds: float = 0.0,
+        save_secs: float = 0.0,
+    ):
+        self.strategy = strategy
+        self.budget_s = train_minutes * 60.0
+        self.trained_seconds = trained_seconds
+        self.save_secs = save_secs
+        self.signal_name: str | None = None
+        self.start = self.last_save = time.monotonic()
+        self._previous: dict = {}
+        self._saving = False
+
+    def __enter__(self) -> "StopConditions":  # noqa: PYI034 (typing.Self needs Python 3.11)
+        if threading.current_thread() is threading.main_thread():  # Python's rule for handlers
+            for number in SIGNALS:
+                self._previous[number] = signal.signal(number, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for number, handler in self._previous.items():
+            signal.signal(number, handler)
+        self._previous = {}
+
+    def _handle(self, number, frame) -> None:
+        name = signal.Signals(number).name
+        if self.signal_name is None:
+            self.signal_name = name
+            logging.warning(
+                "%s received: saving a checkpoint after this step, then stopping.", name
+            )
+        elif self._saving:
+            logging.warning(
+                "%s received while the checkpoint is written: finishing it first.", name
+            )
+        else:
+            logging.warning("%s received again: stopping after this step as asked.", name)
+
+    def seconds(self) -> float:
+        """Training time of this run directory: earlier runs' and this one's."""
+        return self.trained_seconds + time.monotonic() - self.start
+
+    def budget_left(self) -> float | None:
+        """Seconds of the time budget left (None: no budget)."""
+        return self.budget_s - self.seconds() if self.budget_s else None
+
+    def decide(self) -> tuple[str | None, bool]:
+        """(why to stop now: "SIGTERM", "SIGINT", "time budget" or None; whether the
+        checkpoint clock is due), agreed by every worker."""
+        now = time.monotonic()
+        local = np.array(
+            [
+                self.signal_name is not None,
+                bool(self.budget_s) and self.seconds() >= self.budget_s,
+                bool(self.save_secs) and now - self.last_save >= self.save_secs,
+            ],
+            np.int32,
+        )
+        signalled, over_budget, clock = _agree(self.strategy, local)
+        if signalled:
+            return self.signal_name or "a signal on another worker", clock
+        return (BUDGET if over_budget else None), clock
+
+    def saving(self):
+        """A context around a save: marks it for the handler, restarts the checkpoint clock."""
+        stop = self
+
+        class _Saving:
+            def __enter__(self):
+                stop._saving = True
+
+            def __exit__(self, *exc):
+                stop._saving = False
+                stop.last_save = time.monotonic()
+
+        return _Saving()
+
+
+def _agree(strategy: tf.distribute.Strategy, flags: np.ndarray) -> np.ndarray:
+    """The largest of every worker's flags (one process: its own)."""
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        per_replica = strategy.run(lambda: tf.constant(flags))
+        return strategy.reduce(tf.distribute.ReduceOp.MAX, per_replica, axis=None).numpy()
+    return flags

@@ -1,0 +1,191 @@
+"""Checkpoint cadence, time budgets and stopping on SIGTERM/SIGINT with nothing lost."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import tensorflow as tf
+from conftest import ROOT
+
+from t2t_lite import checkpoints, cli, experiment, run_dir
+from t2t_lite.training import stopping, trainer
+
+HPARAMS = "batch_size=64,max_length=8,learning_rate_warmup_steps=10"
+
+
+def make_trainer(data_dir, output_dir, steps, **config):
+    exp = experiment.Experiment.resolve(
+        "transformer", "test_identity_small", "transformer_test", HPARAMS
+    )
+    settings = {"eval_steps": 2, "local_eval_frequency": 4, "log_step_count_steps": 100}
+    settings.update(keep_checkpoint_max=20, **config)
+    return trainer.Trainer(
+        exp, data_dir, output_dir, trainer.TrainConfig(train_steps=steps, **settings)
+    )
+
+
+def saved_steps(output_dir) -> list[int]:
+    return sorted(int(p.rsplit("-", 1)[1]) for p in checkpoints.by_step(str(output_dir)))
+
+
+def every_checkpoint_reads(output_dir) -> None:
+    for path in checkpoints.by_step(str(output_dir)):
+        t = make_trainer_for_read(output_dir)
+        checkpoints.restore_model(t, path)
+
+
+def make_trainer_for_read(output_dir):
+    exp = experiment.Experiment.load(str(output_dir))
+    model = exp.build_model(exp.build_problem().vocab_size)
+    checkpoints.build_model(model)
+    return model
+
+
+def test_checkpoints_follow_their_own_cadence_not_the_evaluations(small_data, tmp_path):
+    out = tmp_path / "run"
+    t = make_trainer(small_data, str(out), 7, save_checkpoints_steps=3, local_eval_frequency=2)
+    evaluated = []
+    evaluate = t._evaluate_split
+    t._evaluate_split = lambda split, step, max_steps: (
+        evaluated.append(step) or evaluate(split, step, max_steps)
+    )
+    t.train()
+    assert saved_steps(out) == [3, 6, 7]  # every 3 steps, and the last
+    assert evaluated[:3] == [2, 4, 6]  # every 2 steps (then the final evaluation at 7)
+
+
+def test_checkpoints_by_the_clock(small_data, tmp_path, monkeypatch):
+    """A clock that advances 10 s per reading: with --save_checkpoints_secs=25 a
+    checkpoint falls every few steps, without any step cadence."""
+    ticks = iter(range(0, 10**6, 10))
+    monkeypatch.setattr(stopping.time, "monotonic", lambda: float(next(ticks)))
+    out = tmp_path / "run"
+    make_trainer(
+        small_data, str(out), 6, save_checkpoints_secs=25, local_eval_frequency=100
+    ).train()
+    steps = saved_steps(out)
+    assert steps[-1] == 6 and len(steps) >= 3, steps
+
+
+def signal_at(monkeypatch, t, where: str, step: int, signals=(signal.SIGTERM,)):
+    """Sends this process the signals at a point of step `step`'s work:
+    "step" (inside the training step), "evaluation" or "save" (inside the write)."""
+    target = {"step": "_train_step", "evaluation": "_evaluate_split"}.get(where)
+    seen = {"count": 0}
+
+    def fire():
+        for number in signals:
+            os.kill(os.getpid(), number)
+
+    if where == "save":
+        save = checkpoints.save
+
+        def saving(manager, at):
+            if at == step:
+                fire()  # the handler runs now, during the save
+            return save(manager, at)
+
+        monkeypatch.setattr(trainer.checkpoints, "save", saving)
+        return
+    original = getattr(t, target)
+
+    def wrapped(*args, **kwargs):
+        seen["count"] += 1
+        current = seen["count"] if where == "step" else args[1]
+        if current == step:
+            fire()
+        return original(*args, **kwargs)
+
+    setattr(t, target, wrapped)
+
+
+@pytest.mark.parametrize(
+    ("where", "at", "saved"),
+    # A signal inside step 3 lets it finish: saved at 3. One at the start of
+    # the evaluation after step 4 (its checkpoint already written) stops with
+    # 4. Two signals inside the save of step 4: the save completes, then stop.
+    [("step", 3, 3), ("evaluation", 4, 4), ("save", 4, 4)],
+)
+def test_a_signal_saves_the_current_step_and_the_rerun_loses_none(
+    small_data, tmp_path, monkeypatch, where, at, saved
+):
+    out = tmp_path / "run"
+    t = make_trainer(small_data, str(out), 8)
+    signals = (signal.SIGTERM, signal.SIGINT) if where == "save" else (signal.SIGTERM,)
+    with monkeypatch.context() as patch:
+        signal_at(patch, t, where, at, signals)
+        with pytest.raises(cli.Interrupted, match=rf"stopped by SIGTERM at step {saved}; saved "):
+            t.train()
+    assert saved_steps(out)[-1] == saved
+    assert not os.path.exists(out / "metrics.json")
+    # The handlers are gone after training: SIGINT is Python's again.
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    resumed = make_trainer(small_data, str(out), 8)
+    assert int(resumed.step.numpy()) == saved
+    resumed.train()
+    assert saved_steps(out)[-1] == 8
+    every_checkpoint_reads(out)
+
+
+def test_a_time_budget_stops_with_a_checkpoint_and_counts_resumed_time(
+    small_data, tmp_path, monkeypatch
+):
+    """A clock of 10 s per reading and a budget of 1 minute: the run stops
+    early, evaluates, and records why; a resume finds the budget spent."""
+    ticks = iter(range(0, 10**6, 10))
+    monkeypatch.setattr(stopping.time, "monotonic", lambda: float(next(ticks)))
+    out = tmp_path / "run"
+    results = make_trainer(small_data, str(out), 50, train_minutes=1.0).train()
+    step = saved_steps(out)[-1]
+    assert 1 <= step < 50 and "dev" in results
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["step"] == step and metrics["source"]["stopped_by"] == "time budget"
+    assert run_dir.trained_seconds(str(out), step) >= 60
+    again = make_trainer(small_data, str(out), 50, train_minutes=1.0)
+    again.train()
+    assert saved_steps(out)[-1] == step  # no step trained past the budget
+
+
+def test_train_minutes_must_not_be_negative():
+    with pytest.raises(ValueError, match="--train_minutes must be >= 0"):
+        trainer.TrainConfig(train_minutes=-1.0)
+
+
+@pytest.mark.slow
+def test_t2t_train_exits_0_on_sigterm_with_the_step_saved_and_resumes(small_data, tmp_path):
+    """The binary in its own process, sent SIGTERM once training has begun."""
+    out = str(tmp_path / "run")
+    command = [
+        sys.executable, os.path.join(ROOT, "tests", "train_main.py"),
+        "--problem=test_identity_small", "--model=transformer", "--hparams_set=transformer_test",
+        f"--hparams={HPARAMS}", f"--data_dir={small_data}", f"--output_dir={out}",
+        "--train_steps=100000", "--local_eval_frequency=1000", "--log_step_count_steps=5",
+    ]  # fmt: skip
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in process.stderr:
+        lines.append(line)
+        if "step 5:" in line:
+            break
+    time.sleep(0.5)
+    process.send_signal(signal.SIGTERM)
+    _, rest = process.communicate(timeout=120)
+    assert process.returncode == 0, "".join(lines) + rest
+    last = rest.strip().splitlines()[-1]
+    assert last.startswith("t2t-train: stopped by SIGTERM at step ")
+    step = int(last.split("at step ")[1].split(";")[0])
+    assert saved_steps(out)[-1] == step and "Traceback" not in rest
+    finish = subprocess.run(
+        [*command[:-3], f"--train_steps={step + 2}"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert finish.returncode == 0, finish.stderr
+    assert f"at step {step}." in finish.stderr and saved_steps(out)[-1] == step + 2
+    assert tf.io.gfile.exists(os.path.join(out, "metrics.json"))
