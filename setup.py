@@ -18,15 +18,22 @@ setuptools.setup(
     # The problems/ folder installs as t2t_lite.problems: one import name, the project's own.
     packages=[*setuptools.find_packages(include=["t2t_lite", "t2t_lite.*"]), "t2t_lite.problems"],
     package_dir={"t2t_lite.problems": "problems"},
-    scripts=[
-        "bin/t2t-datagen",
-        "bin/t2t-train",
-        "bin/t2t-compare",
-        "bin/t2t-decode",
-        "bin/t2t-avg-checkpoints",
-        "bin/t2t-export",
-        "bin/t2t-visualize",
-    ],
+    # Console scripts into the package: an editable install follows the code
+    # (bin/ holds launchers of the same modules, for a checkout).
+    entry_points={
+        "console_scripts": [
+            f"t2t-{name.replace('_', '-')}=t2t_lite.programs.{name}:run"
+            for name in (
+                "datagen",
+                "train",
+                "compare",
+                "decode",
+                "avg_checkpoints",
+                "export",
+                "visualize",
+            )
+        ]
+    },
     install_requires=[
         "tensorflow>=2.21,<2.22",
         "keras>=3.10,<4",

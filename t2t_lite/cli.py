@@ -5,7 +5,7 @@ import re
 import sys
 from collections.abc import Callable
 
-from absl import logging
+from absl import app, flags, logging
 
 
 class UserError(RuntimeError):
@@ -19,6 +19,16 @@ class Interrupted(Exception):
 # Errors caused by flags, files, data or settings: reported in one line, no
 # traceback. Corrupt records are ValueErrors; a diverged run is a UserError.
 USER_ERRORS = (ValueError, KeyError, FileNotFoundError, UserError)
+
+
+def start(doc: str | None, main: Callable[[list[str]], None]) -> None:
+    """Runs an absl `main` as the program, with `doc` as its --help text and the
+    flags of main's module as the program's own (absl's --help lists the flags
+    of the module it runs as, here a console script or a launcher)."""
+    sys.modules["__main__"].__doc__ = doc
+    for flag in flags.FLAGS.get_key_flags_for_module(main.__module__):
+        flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+    app.run(main)
 
 
 def run(program: str, fn: Callable[[], None]) -> None:

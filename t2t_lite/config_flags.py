@@ -5,6 +5,7 @@ A field's default, its help (metadata "help") and its choices (metadata
 """
 
 import dataclasses
+import sys
 import types
 
 from absl import flags
@@ -20,7 +21,11 @@ def _kind(field: dataclasses.Field):
 
 
 def define(config_class, flag_values: flags.FlagValues = flags.FLAGS) -> None:
-    """One flag per field of config_class: int, float, bool, str (enum with choices), tuple."""
+    """One flag per field of config_class: int, float, bool, str (enum with choices), tuple.
+
+    They are key flags of the calling module (a program's --help lists them).
+    """
+    caller = sys._getframe(1).f_globals.get("__name__", "")
     for field in dataclasses.fields(config_class):
         help_text = field.metadata.get("help", field.name)
         choices = field.metadata.get("choices")
@@ -40,6 +45,7 @@ def define(config_class, flag_values: flags.FlagValues = flags.FLAGS) -> None:
             flags.DEFINE_list(field.name, list(field.default), help_text, flag_values)
         else:
             raise TypeError(f"{config_class.__name__}.{field.name}: no flag type for {kind}")
+        flag_values.register_key_flag_for_module(caller, flag_values[field.name])
 
 
 def build(config_class, flag_values: flags.FlagValues = flags.FLAGS):

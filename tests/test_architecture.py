@@ -20,6 +20,7 @@ LEVELS = [
     ("decoding",),
     ("training",),
     ("export", "visualization", "reproduction"),
+    ("programs",),
 ]
 # Programs above the package: they may import any of it, and nothing of the tests.
 PROGRAM_LEVEL = len(LEVELS)

@@ -105,3 +105,28 @@ def test_the_test_server_reports_what_python_would():
         forked = served("t2t-decode", *args)
         assert (forked.returncode, forked.stdout) == (alone.returncode, alone.stdout)
         assert forked.stderr.splitlines()[-1:] == alone.stderr.splitlines()[-1:]
+
+
+def test_programs_are_console_scripts_into_the_package_and_bin_only_launches_them():
+    """An editable install runs the package's code as it is now: every program
+    is a console script t2t_lite.programs.<name>:run, and bin/ holds launchers
+    that import nothing else."""
+    import ast
+    import importlib.metadata
+
+    scripts = {
+        e.name: e.value
+        for e in importlib.metadata.entry_points(group="console_scripts")
+        if e.name.startswith("t2t-")
+    }
+    launchers = sorted(os.listdir(os.path.join(ROOT, "bin")))
+    assert sorted(scripts) == launchers and len(launchers) == 7
+    for name in launchers:
+        module = name[len("t2t-") :].replace("-", "_")
+        assert scripts[name] == f"t2t_lite.programs.{module}:run"
+        with open(os.path.join(ROOT, "bin", name)) as f:
+            tree = ast.parse(f.read())
+        imported = [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
+        assert [(n.module, [a.name for a in n.names]) for n in imported] == [
+            ("t2t_lite.programs", [module])
+        ]

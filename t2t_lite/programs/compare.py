@@ -1,0 +1,81 @@
+"""t2t-compare: train models on algorithmic, Learning to Execute or bAbI problems;
+print a table beside the UT paper's (t2t_lite.reproduction.comparison.compare).
+
+bAbI problems get Table 1's form (error per task, failed tasks) and, for the
+adaptive UT, ponder maps of one story per task in <run_dir>/ponder/.
+"""
+
+from absl import flags, logging
+
+from t2t_lite import cli
+from t2t_lite.training.config import TrainConfig
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list("problems", ["algorithmic_reverse_decimal20"], "Registered problems.")
+flags.DEFINE_list(
+    "models",
+    ["transformer", "universal_transformer"],
+    "Entries of t2t_lite.reproduction.entries.ENTRIES (an unknown name's error lists "
+    "them; README, t2t-compare); the *_coupled ones: reverse and addition problems only.",
+)
+flags.DEFINE_string("data_dir", None, "TFRecord directory; generated there if empty.")
+flags.DEFINE_string("output_dir", None, "One run directory per problem and model; table.md.")
+flags.DEFINE_integer("train_steps", TrainConfig.train_steps, "Training steps of every run.")
+flags.DEFINE_integer(
+    "local_eval_frequency",
+    TrainConfig.local_eval_frequency,
+    "Checkpoint and evaluate every N steps.",
+)
+flags.DEFINE_integer("random_seed", TrainConfig.random_seed, "Seed of every run.")
+flags.DEFINE_float(
+    "train_minutes",
+    0.0,
+    "Compare at equal training time: every run stops after this many minutes of "
+    "training (or at --train_steps, if sooner); 0: at --train_steps.",
+)
+flags.DEFINE_string(
+    "hparams",
+    "",
+    "Overrides for every run, after each model's own, e.g. 'max_length=128' for the "
+    "Learning to Execute problems.",
+)
+flags.DEFINE_list(
+    "seeds",
+    [],
+    "Several training seeds (e.g. 1,2,3): runs under <output_dir>/seed<k>/, and the "
+    "table prints each figure's median [min, max] over them. Overrides --random_seed.",
+)
+flags.DEFINE_integer(
+    "greedy_examples",
+    0,
+    "Also decode this many test examples greedily (< 0: all) and print their accuracy "
+    "beside the teacher-forced one (0: not).",
+)
+flags.mark_flags_as_required(["data_dir", "output_dir"])
+
+
+def main(argv):
+    del argv
+    logging.set_verbosity(logging.INFO)
+    from t2t_lite.reproduction import comparison
+
+    def compare():
+        config = TrainConfig(
+            train_steps=FLAGS.train_steps,
+            local_eval_frequency=FLAGS.local_eval_frequency,
+            random_seed=FLAGS.random_seed,
+            train_minutes=FLAGS.train_minutes,
+        )
+        print(
+            comparison.compare(
+                FLAGS.output_dir, FLAGS.models, FLAGS.problems, FLAGS.data_dir, config,
+                FLAGS.seeds, FLAGS.hparams, FLAGS.greedy_examples,
+            )
+        )  # fmt: skip
+
+    cli.run("t2t-compare", compare)
+
+
+def run() -> None:
+    """The t2t-compare console script."""
+    cli.start(__doc__, main)
