@@ -4,10 +4,11 @@ modelling (Text2Self) and classification (Text2Class) shapes.
     t2t-datagen --problem=translate_from_files --data_dir=D \
         --train_files=train.tsv --dev_files=dev.tsv [--vocab_size=8000]
     t2t-datagen --problem=translate_from_files --data_dir=D \
-        --train_files=train.de,train.en --dev_files=dev.de,dev.en
+        --train_files=train.en,train.de --dev_files=dev.en,dev.de
 
 Files: one TSV (source<TAB>target per line) or a source and a target file
-aligned line by line. The file names are saved in the data dir
+aligned line by line, named in that order: SOURCE,TARGET (above, English
+into German). The file names are saved in the data dir
 (<problem>.files.json), so t2t-train can find them again.
 """
 
@@ -15,6 +16,7 @@ import json
 import os
 
 import tensorflow as tf
+from absl import logging
 
 from t2t_lite import files
 from t2t_lite.data import problem, text_files, text_problem
@@ -36,6 +38,13 @@ class FilesProblem(text_problem.Text2TextProblem):
             "dev": [files.absolute(p) for p in dev_files],
             "vocab_size": vocab_size or self.vocab_target_size,
         }
+        for split in ("train", "dev"):
+            chosen = config[split]
+            if len(chosen) == 2 and self.has_source:
+                logging.info(
+                    "%s %s: source (the model reads) %s; target (it writes) %s.",
+                    self.name, split, chosen[0], chosen[1],
+                )  # fmt: skip
         files.write_atomically(self.config_path(data_dir), json.dumps(config, indent=2))
 
     def _config(self, data_dir: str) -> dict:

@@ -39,6 +39,9 @@ def test_a_50_line_corpus_becomes_a_vocabulary_and_records(tmp_path, caplog):
         prob, data_dir, counts = generate(tmp_path)
     assert counts == {"train": 50, "dev": 10}
     assert "dev: skipped 1 pair(s) with an empty side" in caplog.text
+    # Which file is read and which written is said, not left to the flag's order.
+    assert "train: source (the model reads) " in caplog.text
+    assert f"train.de; target (it writes) {tmp_path / 'train.en'}." in caplog.text
     assert prob.vocab_size == len(subword.load(f"{data_dir}/translate_from_files.vocab")) <= 200
     records = [r for path in prob.filepaths(data_dir, "train") for r in tfrecord.read_records(path)]
     decoded = {(prob.decode_text(r["inputs"]), prob.decode_text(r["targets"])) for r in records}

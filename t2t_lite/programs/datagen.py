@@ -8,8 +8,15 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("problem", None, "Registered problem name.")
 flags.DEFINE_string("data_dir", None, "Directory for the TFRecord files.")
 flags.DEFINE_integer("random_seed", 1, "Generation seed: the same seed gives identical files.")
-flags.DEFINE_list("train_files", [], "Problems on your files: train.tsv, or source,target.")
-flags.DEFINE_list("dev_files", [], "Problems on your files: dev.tsv, or source,target.")
+flags.DEFINE_list(
+    "train_files", [],
+    "Problems on your files: train.tsv (source<TAB>target), or SOURCE,TARGET files in that "
+    "order: the model reads the first and writes the second (English -> German: "
+    "train.en,train.de).",
+)  # fmt: skip
+flags.DEFINE_list(
+    "dev_files", [], "Problems on your files: dev.tsv, or SOURCE,TARGET as --train_files."
+)
 flags.DEFINE_integer("vocab_size", 0, "Problems on your files: subword vocabulary size.")
 flags.DEFINE_integer(
     "vocab_sample_lines", 0,
