@@ -102,3 +102,31 @@ def test_an_id_outside_the_vocabulary_is_named_with_its_file_and_record(small_da
     # t2t-decode --eval_split=dev checks before decoding (no model needed to see it).
     with pytest.raises(ValueError, match=r"record 1's 'inputs' holds token id -1"):
         runner.decode_split(None, prob, small_data, "dev")
+
+
+def test_a_shard_whose_later_records_lack_the_features_fails_training_naming_the_record(
+    small_data, tmp_path
+):
+    """The first record is good (the start-up check passes); records 3.. were
+    written by another tool with other feature names: the first batch that
+    reads one stops the run with one line naming the file and record."""
+    from t2t_lite import experiment
+    from t2t_lite.data import problem as problem_lib
+    from t2t_lite.training import trainer
+
+    prob = problem_lib.get("test_identity_small")
+    shard = prob.filepaths(small_data, "train")[0]
+    good = list(tfrecord.read_records(shard))[:2]
+    with tf.io.TFRecordWriter(shard) as writer:
+        for example in good:
+            writer.write(tfrecord.serialize(example))
+        for _ in range(300):
+            ids = tf.train.Feature(int64_list=tf.train.Int64List(value=[3, 1]))
+            other = tf.train.Example(features=tf.train.Features(feature={"source": ids}))
+            writer.write(other.SerializeToString())
+    exp = experiment.Experiment.resolve(
+        "transformer", "test_identity_small", "transformer_test", "batch_size=64,max_length=8"
+    )
+    config = trainer.TrainConfig(train_steps=20, local_eval_frequency=20)
+    with pytest.raises(ValueError, match=r"-train-00000-of-00002: record \d+ has no 'inputs' "):
+        trainer.train(exp, small_data, str(tmp_path / "run"), config)

@@ -18,6 +18,7 @@ class CorruptRecordError(ValueError):
 
 # The pipeline's message for a token id outside the vocabulary (`parse`).
 OUTSIDE = "token id outside the vocabulary"
+EMPTY = "a record without token ids"
 
 
 def shard_paths(prefix: str, num_shards: int) -> list[str]:
@@ -76,8 +77,10 @@ def _shuffle_file(path: str, seed: list[int]) -> None:
 def parse(serialized: tf.Tensor, vocab_size: int | None = None) -> dict[str, tf.Tensor]:
     """One serialized Example -> {"inputs": [S] int32, "targets": [T] int32}.
 
-    With vocab_size, an id outside [0, vocab_size) fails the pipeline with
-    an error that `next_element` turns into one naming the file and record.
+    With vocab_size, an id outside [0, vocab_size), or a record whose inputs
+    or targets hold no id (every problem writes at least EOS; a record of
+    another tool may lack the features), fails the pipeline with an error
+    that `next_element` turns into one naming the file and record.
     """
     spec = {key: tf.io.RaggedFeature(tf.int64) for key in FEATURES}
     parsed = tf.io.parse_single_example(serialized, spec)
@@ -86,6 +89,8 @@ def parse(serialized: tf.Tensor, vocab_size: int | None = None) -> dict[str, tf.
         ids = tf.concat([parsed[key] for key in FEATURES], 0)
         inside = tf.reduce_all((ids >= 0) & (ids < vocab_size))
         checks.append(tf.debugging.Assert(inside, [f"{OUTSIDE} [0, {vocab_size})"]))
+        filled = tf.reduce_all([tf.size(parsed[key]) > 0 for key in FEATURES])
+        checks.append(tf.debugging.Assert(filled, [EMPTY]))
     with tf.control_dependencies(checks):
         return {key: tf.cast(parsed[key], tf.int32) for key in FEATURES}
 
@@ -173,10 +178,28 @@ def next_element(iterator: Any, paths: list[str]) -> Any:
     except tf.errors.DataLossError as err:
         raise find_corrupt(paths, err) from None
     except tf.errors.InvalidArgumentError as err:
+        if EMPTY in str(err):
+            raise find_empty(paths) from None
         found = re.search(re.escape(OUTSIDE) + r" \[0, (\d+)\)", str(err))
         if not found:
             raise
         raise find_outside(paths, int(found.group(1))) from None
+
+
+def find_empty(paths: list[str]) -> ValueError:
+    """Names the first record among `paths` whose inputs or targets hold no id."""
+    for path in paths:
+        for number, record in enumerate(tf.data.TFRecordDataset(path), start=1):
+            features = tf.train.Example.FromString(record.numpy()).features.feature
+            for key in FEATURES:
+                if key not in features or not features[key].int64_list.value:
+                    found = ", ".join(sorted(features)) or "none"
+                    return ValueError(
+                        f"{path}: record {number} has no {key!r} token ids (its features: "
+                        f"{found}); expected int64 lists {' and '.join(map(repr, FEATURES))} "
+                        "with at least EOS, as t2t-datagen writes them"
+                    )
+    return ValueError(f"a record without token ids in one of {paths}")
 
 
 def find_outside(paths: list[str], vocab_size: int) -> ValueError:
