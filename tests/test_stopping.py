@@ -189,3 +189,33 @@ def test_t2t_train_exits_0_on_sigterm_with_the_step_saved_and_resumes(small_data
     assert finish.returncode == 0, finish.stderr
     assert f"at step {step}." in finish.stderr and saved_steps(out)[-1] == step + 2
     assert tf.io.gfile.exists(os.path.join(out, "metrics.json"))
+
+
+def test_a_startup_summary_then_a_progress_line_at_the_first_step_with_an_eta(
+    small_data, tmp_path, caplog
+):
+    from t2t_lite.data import problem as problem_lib
+    from t2t_lite.data import tfrecord
+
+    prob = problem_lib.get("test_identity_small")
+    counts = {}
+    for split in ("train", "dev"):
+        records = [r for p in prob.filepaths(small_data, split) for r in tfrecord.read_records(p)]
+        counts[split] = (len(records), sum(len(r["inputs"]) for r in records))
+        assert tfrecord.read_stats(prob.filepaths(small_data, split)) == {
+            "examples": counts[split][0],
+            "inputs_tokens": counts[split][1],
+            "targets_tokens": sum(len(r["targets"]) for r in records),
+        }
+    t = make_trainer(small_data, str(tmp_path / "run"), 6, log_step_count_steps=3)
+    with caplog.at_level("INFO"):
+        t.train()
+    text = caplog.text
+    summary = text[text.index("Training:") : text.index("step 1:")]
+    assert f"train {counts['train'][0]:,} examples ({counts['train'][1]:,} source" in summary
+    assert f"dev {counts['dev'][0]} examples ({counts['dev'][1]} source" in summary
+    assert f"transformer_test: {t.model.count_params():,} parameters" in summary
+    assert "precision float32" in summary and "batches of 64 tokens per replica" in summary
+    assert "plan: from scratch to 6; evaluate every 4 steps; checkpoint every 4 steps" in summary
+    progress = [line for line in text.splitlines() if "step 3: loss=" in line]
+    assert progress and " eta=" in progress[0]  # a rate from steps 1-3

@@ -1,5 +1,6 @@
 """Sharded TFRecord files of tf.train.Example: writing, parsing, checking."""
 
+import json
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -49,12 +50,15 @@ def write_shards(
     order, one shard in memory at a time (tensor2tensor shuffles its shards so).
     """
     tmp_paths = [f"{path}.incomplete" for path in paths]
+    tokens = {key: 0 for key in FEATURES}
     with files.removed_on_failure(tmp_paths):
         writers = [tf.io.TFRecordWriter(path) for path in tmp_paths]
         count = 0
         try:
             for count, example in enumerate(examples, start=1):
                 writers[(count - 1) % len(writers)].write(serialize(example))
+                for key in FEATURES:
+                    tokens[key] += len(example[key])
         finally:
             for writer in writers:
                 writer.close()
@@ -62,7 +66,25 @@ def write_shards(
             if shuffle_seed is not None:
                 _shuffle_file(tmp, [shuffle_seed, index])
             tf.io.gfile.rename(tmp, path, overwrite=True)
+    stats = {"examples": count, **{f"{key}_tokens": n for key, n in tokens.items()}}
+    files.write_atomically(stats_path(paths), json.dumps(stats, sort_keys=True))
     return count
+
+
+def stats_path(paths: list[str]) -> str:
+    """<data_dir>/<problem>-<split>.stats.json beside a split's shards
+    (<problem>-<split>-NNNNN-of-NNNNN): its examples and tokens, for summaries."""
+    return paths[0].rsplit("-", 3)[0] + ".stats.json"
+
+
+def read_stats(paths: list[str]) -> dict[str, int] | None:
+    """A split's example and token counts as datagen wrote them (None: data written
+    before these counts were kept, or unreadable)."""
+    path = stats_path(paths)
+    try:
+        return json.loads(files.read_text(path)) if tf.io.gfile.exists(path) else None
+    except ValueError:
+        return None
 
 
 def _shuffle_file(path: str, seed: list[int]) -> None:

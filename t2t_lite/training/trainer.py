@@ -12,7 +12,7 @@ from t2t_lite import checkpoints, cli, files, run_dir
 from t2t_lite import experiment as experiment_lib
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
-from t2t_lite.training import distribution, evaluation, run_setup, steps, stopping
+from t2t_lite.training import distribution, evaluation, run_setup, steps, stopping, summary
 from t2t_lite.training.config import TrainConfig
 
 METRICS_FILE = run_dir.METRICS_FILE
@@ -123,6 +123,13 @@ class Trainer:
         # A Python step count: reading the step variable would sync every step.
         micro_batches = range(config.accumulation_steps)
         save_every = config.save_checkpoints_steps or config.local_eval_frequency
+        logging.info(
+            "%s",
+            summary.startup_summary(
+                self.experiment, self.problem, self.data_dir, self.model, self.strategy,
+                config, start_step,
+            ),
+        )  # fmt: skip
         trained = run_dir.trained_seconds(self.output_dir, start_step)
         self.stop = stopping.StopConditions(
             self.strategy, config.train_minutes, trained, config.save_checkpoints_secs
