@@ -130,3 +130,17 @@ def test_programs_are_console_scripts_into_the_package_and_bin_only_launches_the
         assert [(n.module, [a.name for a in n.names]) for n in imported] == [
             ("t2t_lite.programs", [module])
         ]
+
+
+@pytest.mark.skipif(
+    os.path.exists("/proc/driver/nvidia/version"), reason="a machine with an NVIDIA driver"
+)
+def test_no_cuda_error_on_a_machine_without_a_gpu(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "bin", "t2t-datagen"),
+         "--problem=algorithmic_identity_binary40", f"--data_dir={tmp_path}"],
+        capture_output=True, text=True, env=dict(env, PYTHONPATH=ROOT), timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "cuInit" not in result.stderr and "CUDA error" not in result.stderr
