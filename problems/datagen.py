@@ -1,7 +1,25 @@
 """What t2t-datagen does: a registered problem's files, with the user's own options."""
 
-from t2t_lite import files
+import contextlib
+from collections.abc import Iterator
+
+from t2t_lite import files, run_lock
 from t2t_lite.data import problem as problem_lib
+from t2t_lite.data import tfrecord
+
+
+@contextlib.contextmanager
+def data_dir_lock(data_dir: str) -> Iterator[None]:
+    """One writer per data dir: a second t2t-datagen (or a trainer generating missing
+    data) is refused with one line naming the live owner. Shards a dead writer left
+    under its temporary names are removed first."""
+    lock = run_lock.RunLock(data_dir, run_lock.DATAGEN_LOCK_FILE, "written", "--data_dir")
+    lock.acquire()
+    try:
+        files.remove_leftovers(data_dir, tfrecord.INCOMPLETE, anywhere=True)
+        yield
+    finally:
+        lock.release()
 
 
 def generate(
@@ -21,6 +39,22 @@ def generate(
     """
     prob = problem_lib.get(name)
     files.check_writable_dir(data_dir, "--data_dir")
+    with data_dir_lock(data_dir):
+        return _generate(
+            prob, data_dir, seed, train_files, dev_files, vocab_size, vocab_sample_lines
+        )
+
+
+def _generate(
+    prob: problem_lib.Problem,
+    data_dir: str,
+    seed: int,
+    train_files: list[str] | None,
+    dev_files: list[str] | None,
+    vocab_size: int,
+    vocab_sample_lines: int,
+) -> dict[str, int]:
+    name = prob.name
     if train_files or dev_files:
         if not hasattr(prob, "configure"):
             raise ValueError(f"--train_files: problem {name!r} takes no files")

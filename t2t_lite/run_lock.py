@@ -1,4 +1,7 @@
-"""One training process per run directory: a lock file naming its owner.
+"""One writing process per directory: a lock file naming its owner.
+
+One trainer per run directory (`.t2t-train.lock`), one t2t-datagen per data
+directory (DATAGEN_LOCK_FILE); the same rules hold for both.
 
 `<output_dir>/.t2t-train.lock` holds the owner's host, pid and a heartbeat
 time. A second trainer is refused with a line naming the owner. A lock whose
@@ -27,6 +30,7 @@ from absl import logging
 from t2t_lite import files
 
 LOCK_FILE = ".t2t-train.lock"
+DATAGEN_LOCK_FILE = ".t2t-datagen.lock"
 STALE_AFTER_S = 600.0
 # A new lock is empty between its creation and its first write: only an
 # unreadable lock older than this is taken for a dead trainer's.
@@ -41,8 +45,16 @@ class RunLockedError(ValueError):
 class RunLock:
     """The lock of one run directory, held by this process."""
 
-    def __init__(self, directory: str):
-        self.path = os.path.join(directory, LOCK_FILE)
+    def __init__(
+        self,
+        directory: str,
+        lock_file: str = LOCK_FILE,
+        writer: str = "trained",
+        flag: str = "--output_dir",
+    ):
+        self.path = os.path.join(directory, lock_file)
+        self.lock_file = lock_file
+        self.writer, self.flag = writer, flag  # "is being <writer>"; the flag to change
         self.directory = directory
         self.held = False
         self._started = self._beat = time.time()
@@ -90,30 +102,30 @@ class RunLock:
         First removes `<lock>.<pid>@<host>@` files that a process killed
         between writing and renaming its record left (dead owners only).
         """
-        files.remove_leftovers(self.directory, f"{LOCK_FILE}.")
+        files.remove_leftovers(self.directory, f"{self.lock_file}.")
         owner = self.owner()
         unreadable = owner is None and tf.io.gfile.exists(self.path)
         if unreadable:
             age = time.time() - tf.io.gfile.stat(self.path).mtime_nsec / 1e9
             if age < UNREADABLE_GRACE_S:
                 raise RunLockedError(
-                    f"{self.directory!r}: another trainer is taking the lock {self.path} "
-                    "right now; wait for it to finish or use another --output_dir"
+                    f"{self.directory!r}: another process is taking the lock {self.path} "
+                    f"right now; wait for it to finish or use another {self.flag}"
                 )
             logging.warning("Taking over the unreadable lock %s (no owner in it).", self.path)
         if owner is not None and not self._mine(owner):
             reason = self._stale(owner)
             if not reason:
                 raise RunLockedError(
-                    f"{self.directory!r} is being trained by pid {owner.get('pid')} on "
+                    f"{self.directory!r} is being {self.writer} by pid {owner.get('pid')} on "
                     f"{owner.get('host')} (lock file {self.path}); wait for it to finish or use "
-                    "another --output_dir"
+                    f"another {self.flag}"
                 )
             logging.warning("Taking over the stale lock %s: %s.", self.path, reason)
         self._write(fresh=owner is None and not unreadable)
         owner = self.owner()
         if owner is None or not self._mine(owner):
-            raise RunLockedError(f"{self.directory!r}: another trainer took {self.path} first")
+            raise RunLockedError(f"{self.directory!r}: another process took {self.path} first")
         self.held = True
         self._beat = time.time()
         atexit.register(self.release)  # also when set-up fails after this point

@@ -32,16 +32,17 @@ def make_trainer(data_dir, run_dir, steps=4, overrides=HPARAMS):
     return trainer.Trainer(exp, data_dir, run_dir, config)
 
 
-def hold_lock(run_dir: str) -> subprocess.Popen:
-    """Another process that takes the run dir's lock and keeps it until killed."""
+def hold_lock(run_dir: str, lock_file: str = run_lock.LOCK_FILE) -> subprocess.Popen:
+    """Another process that takes the directory's lock and keeps it until killed."""
     code = (
         "import sys, time; from t2t_lite import run_lock; "
-        "run_lock.RunLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(120)"
+        "run_lock.RunLock(sys.argv[1], sys.argv[2]).acquire(); print('held', flush=True); "
+        "time.sleep(120)"
     )
     env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
     os.makedirs(run_dir, exist_ok=True)
     holder = subprocess.Popen(
-        [sys.executable, "-c", code, run_dir], stdout=subprocess.PIPE, text=True, env=env
+        [sys.executable, "-c", code, run_dir, lock_file], stdout=subprocess.PIPE, text=True, env=env
     )
     assert holder.stdout.readline().strip() == "held"
     return holder
@@ -454,3 +455,49 @@ def test_small_user_mistakes_are_named(tmp_path):
     with pytest.raises(ValueError, match="--decode_to_file .* is a directory"):
         runner.decode_file(None, None, str(source), str(tmp_path))
     assert source.read_text() == "1 2\n"
+
+
+def test_a_second_datagen_on_one_data_dir_is_refused_and_writes_nothing(tmp_path):
+    data = str(tmp_path / "data")
+    holder = hold_lock(data, run_lock.DATAGEN_LOCK_FILE)
+    try:
+        result = run_binary("t2t-datagen", "--problem=test_identity_small", f"--data_dir={data}")
+        assert result.returncode == 1 and "Traceback" not in result.stderr
+        assert (
+            result.stderr.strip()
+            .splitlines()[-1]
+            .startswith(
+                f"t2t-datagen: error: '{data}' is being written by pid {holder.pid} on {files.HOST}"
+            )
+        )
+        assert os.listdir(data) == [run_lock.DATAGEN_LOCK_FILE]  # no shard, no stats
+    finally:
+        holder.kill()
+        holder.wait()
+    # The owner is gone: the next datagen takes over, and removes a dead writer's
+    # shard under its temporary name.
+    dead = f"{2**22 + 1}@{files.HOST}@"
+    leftover = os.path.join(data, f"test_identity_small-train-00000-of-00002.incomplete-{dead}")
+    open(leftover, "wb").close()
+    assert (
+        run_binary("t2t-datagen", "--problem=test_identity_small", f"--data_dir={data}").returncode
+        == 0
+    )
+    names = os.listdir(data)
+    assert not [n for n in names if "incomplete" in n] and run_lock.DATAGEN_LOCK_FILE not in names
+
+
+def test_shards_are_written_under_the_writers_own_temporary_names(tmp_path):
+    from t2t_lite.data import tfrecord
+
+    seen = []
+
+    def examples():
+        yield {"inputs": [3, 1], "targets": [3, 1]}
+        seen.extend(sorted(os.listdir(tmp_path)))
+        yield {"inputs": [4, 1], "targets": [4, 1]}
+
+    paths = [str(tmp_path / f"p-train-{i:05d}-of-00002") for i in range(2)]
+    assert tfrecord.write_shards(examples(), paths) == 2
+    tag = files.owner_tag()
+    assert seen == [f"p-train-{i:05d}-of-00002.incomplete-{tag}" for i in range(2)]

@@ -13,6 +13,7 @@ from t2t_lite import experiment as experiment_lib
 from t2t_lite import files, run_dir, run_lock
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
+from t2t_lite.problems import datagen
 from t2t_lite.training import distribution
 from t2t_lite.training.config import TrainConfig
 
@@ -65,7 +66,8 @@ def prepare(
             )
         files.check_writable_dir(data_dir, "--data_dir")
         logging.info("No data for %s in %s: generating it.", problem.name, data_dir)
-        problem.generate_data(data_dir, seed=config.random_seed)
+        with datagen.data_dir_lock(data_dir):
+            problem.generate_data(data_dir, seed=config.random_seed)
     problem.bind(data_dir)
     for split in problem.splits:  # an empty split would train or evaluate on nothing
         paths = problem.split_files(data_dir, split)
@@ -88,7 +90,7 @@ def _refuse_partial(
     Shards left under temporary names by an interrupted datagen are the one
     exception: that datagen is redone, as it would have been before it started.
     """
-    leftovers = tf.io.gfile.glob(f"{data_dir.rstrip('/')}/{problem.name}-*.incomplete")
+    leftovers = tf.io.gfile.glob(f"{data_dir.rstrip('/')}/{problem.name}-*.incomplete*")
     if leftovers:
         logging.warning(
             "%s: an interrupted datagen left %s; generating the data again.",
