@@ -101,6 +101,11 @@ def test_bad_files_are_named(tmp_path):
     with pytest.raises(ValueError, match=r"dev.tsv:1: expected source<TAB>target"):
         generate(tmp_path)
 
+    write_corpus(tmp_path)
+    (tmp_path / "dev.tsv").write_text("ein\tHund\ta dog\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"dev.tsv:1: .*found 2 tabs \(a tab inside the text\?\)"):
+        generate(tmp_path)
+
     unconfigured = problem.get("translate_from_files")
     with pytest.raises(ValueError, match="run t2t-datagen --problem=translate_from_files"):
         unconfigured.generate_data(str(tmp_path / "elsewhere"))
@@ -299,3 +304,26 @@ def test_datagen_logs_its_true_encoding_rate(tmp_path, monkeypatch, caplog):
         examples = list(prob._encode(prob._clean_pairs(data_dir, "train"), "train"))
     assert len(examples) == 50
     assert "train: 50 pairs encoded, 50 pairs/s." in caplog.text
+
+
+def test_a_line_too_long_for_any_pair_is_dropped_before_tokenization(tmp_path, caplog):
+    """No piece is longer than the vocabulary's longest token, so a line of more
+    characters than max_sequence_length times that cannot fit: it is counted
+    with the over-long pairs and never tokenized."""
+    sources, targets = write_corpus(tmp_path)
+    huge = "Hund " * 40_000  # 200,000 characters
+    (tmp_path / "train.de").write_text("\n".join([*sources, huge]) + "\n", encoding="utf-8")
+    (tmp_path / "train.en").write_text("\n".join([*targets, "dog"]) + "\n", encoding="utf-8")
+    seen = []
+    from t2t_lite.data import text_problem
+
+    batches = text_problem._batches
+    text_problem_batches = lambda items, size: (
+        seen.append(max(len(s) for s, _, _ in b)) or b for b in batches(items, size)
+    )
+    with pytest.MonkeyPatch.context() as patch, caplog.at_level("INFO"):
+        patch.setattr(text_problem, "_batches", text_problem_batches)
+        _, _, counts = generate(tmp_path)
+    assert counts["train"] == 50
+    assert "train: dropped 1 pair(s) longer than 256 subwords" in caplog.text
+    assert max(seen) < 1000  # the long line never reached the tokenizer

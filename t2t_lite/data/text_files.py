@@ -30,9 +30,11 @@ def read_pairs(paths: list[str]) -> Iterator[tuple[str, str, str]]:
             if not line.strip():
                 yield "", "", f"{path}:{number}"  # an empty line: skipped and counted
                 continue
-            if "\t" not in line:
-                raise ValueError(f"{path}:{number}: expected source<TAB>target, found no tab")
-            source, target = line.split("\t", 1)
+            tabs = line.count("\t")
+            if tabs != 1:
+                found = "no tab" if not tabs else f"{tabs} tabs (a tab inside the text?)"
+                raise ValueError(f"{path}:{number}: expected source<TAB>target, found {found}")
+            source, target = line.split("\t")
             yield source, target, f"{path}:{number}"
     elif len(paths) == 2:
         yield from _aligned(paths[0], paths[1])

@@ -173,10 +173,24 @@ class Text2TextProblem(problem.Problem):
         too_long = done = 0
         start = last_log = time.perf_counter()
         failure: list[Exception] = []  # raised here, not wrapped by tf.data
+        # A line of more characters than this has more pieces than the limit (no
+        # piece is longer than the vocabulary's longest token): it is dropped
+        # before tokenization, whose memory grows with the line (a 10 MB line
+        # would take gigabytes).
+        longest = max(len(token.removeprefix(subword.SUFFIX)) for token in self.tokenizer.tokens)
+        max_chars = self.max_sequence_length * max(longest, 1)
+        skipped = [0]
+
+        def fits(pairs):
+            for source, target, where in pairs:
+                if len(source) > max_chars or len(target) > max_chars:
+                    skipped[0] += 1
+                    continue
+                yield source, target, where
 
         def texts():  # [2n]: the batch's sources, then its targets
             try:
-                for batch in _batches(pairs, ENCODE_BATCH):
+                for batch in _batches(fits(pairs), ENCODE_BATCH):
                     yield [s for s, _, _ in batch] + [t for _, t, _ in batch]
             except Exception as err:  # noqa: BLE001 (re-raised below, e.g. a bad line)
                 failure.append(err)
@@ -216,6 +230,7 @@ class Text2TextProblem(problem.Problem):
                 last_log = now
         if failure:
             raise failure[0]
+        too_long += skipped[0]
         if too_long:
             logging.info(
                 "%s %s: dropped %d pair(s) longer than %d subwords.",
