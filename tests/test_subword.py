@@ -62,6 +62,9 @@ def test_saved_vocabularies_load_back_and_bad_files_are_named(tokens, tmp_path):
         subword.load(str(tmp_path / "bad"))
     with pytest.raises(FileNotFoundError, match="missing: no vocabulary"):
         subword.load(str(tmp_path / "missing"))
+    (tmp_path / "twice").write_text("\n".join([*tokens, tokens[5]]) + "\n")
+    with pytest.raises(ValueError, match=rf"twice:{len(tokens) + 1}: token .* already on line 6"):
+        subword.load(str(tmp_path / "twice"))
     with pytest.raises(ValueError, match="no text"):
         subword.learn([], 100)
 

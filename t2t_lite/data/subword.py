@@ -182,6 +182,14 @@ def load(path: str) -> list[str]:
     tokens = files.read_lines(path)
     if tuple(tokens[: len(RESERVED)]) != RESERVED:
         raise ValueError(f"{path}: not a subword vocabulary (its first lines must be {RESERVED})")
+    first: dict[str, int] = {}
+    for number, token in enumerate(tokens, start=1):
+        if token in first:
+            raise ValueError(
+                f"{path}:{number}: token {token!r} is already on line {first[token]}; "
+                "a vocabulary holds each token once (use the file t2t-datagen wrote)"
+            )
+        first[token] = number
     return tokens
 
 
