@@ -81,3 +81,26 @@ def test_sets_derive_from_parents():
     assert big.num_hidden_layers == 6
     v1 = transformer_hparams.transformer_base_v1()
     assert v1.norm_position == "post" and v1.learning_rate_warmup_steps == 4000
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ("batch_size=1000000000", "batch_size.*must be <= 4,194,304, got 1,000,000,000"),
+        ("num_hidden_layers=100000", "num_hidden_layers.*must be <= 1,024"),
+        ("hidden_size=1048576", "hidden_size.*must be <= 65,536"),
+    ],
+)
+def test_sizes_past_any_real_setting_are_refused_at_once(overrides, message):
+    """They used to grow memory for minutes while building or batching."""
+    from t2t_lite import experiment
+
+    with pytest.raises(ValueError, match=message):
+        experiment.Experiment.resolve(
+            "transformer", "test_identity_small", "transformer_tiny", overrides
+        )
+    with pytest.raises(ValueError, match="num_rec_steps.*must be <= 1,024"):
+        experiment.Experiment.resolve(
+            "universal_transformer", "test_identity_small", "universal_transformer_tiny",
+            "num_rec_steps=5000",
+        )  # fmt: skip

@@ -15,6 +15,20 @@ POSITION_STARTS = ("none", "random", "random_per_step")
 # digits of equal significance, and the target digit they sum to, share a
 # position (McLeish et al. 2024's per-number index, Cho et al.'s coupling).
 POSITION_COUPLINGS = ("none", "reverse", "addition")
+# Upper bounds far past any published setting (transformer_big: 6 layers, 4,096
+# tokens per batch; the deepest Transformers: ~1,000 layers): a value above one
+# is a typo, and building or batching it would grow memory for minutes before
+# failing. Each is refused with one line instead.
+LIMITS = {
+    "hidden_size": 2**16,
+    "filter_size": 2**18,
+    "num_heads": 2**10,
+    "num_hidden_layers": 2**10,
+    "num_encoder_layers": 2**10,
+    "num_decoder_layers": 2**10,
+    "batch_size": 2**22,
+    "max_length": 2**20,
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +81,12 @@ class TransformerHParams:
 
     def __post_init__(self):
         require = hparams_lib.require
+        for key, limit in LIMITS.items():
+            require(
+                getattr(self, key) <= limit,
+                key,
+                f"must be <= {limit:,}, got {getattr(self, key):,}",
+            )
         require(self.hidden_size > 0, "hidden_size", "must be positive")
         require(
             self.num_heads > 0 and self.hidden_size % self.num_heads == 0,

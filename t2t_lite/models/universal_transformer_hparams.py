@@ -40,6 +40,9 @@ class UniversalTransformerHParams(transformer_hparams.TransformerHParams):
         super().__post_init__()
         require = hparams_lib.require
         require(self.num_rec_steps >= 1, "num_rec_steps", "must be >= 1")
+        for key in ("num_rec_steps", "act_max_steps"):  # the stacks' depth, as layers
+            limit = transformer_hparams.LIMITS["num_hidden_layers"]
+            require(getattr(self, key) <= limit, key, f"must be <= {limit:,}")
         require(
             not self.position_every_layer,
             "position_every_layer",
