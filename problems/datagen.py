@@ -1,7 +1,10 @@
 """What t2t-datagen does: a registered problem's files, with the user's own options."""
 
 import contextlib
+import os
 from collections.abc import Iterator
+
+import tensorflow as tf
 
 from t2t_lite import files, run_lock
 from t2t_lite.data import problem as problem_lib
@@ -40,9 +43,18 @@ def generate(
     prob = problem_lib.get(name)
     files.check_writable_dir(data_dir, "--data_dir")
     with data_dir_lock(data_dir):
-        return _generate(
-            prob, data_dir, seed, train_files, dev_files, vocab_size, vocab_sample_lines
-        )
+        before = set(tf.io.gfile.listdir(data_dir))
+        try:
+            return _generate(
+                prob, data_dir, seed, train_files, dev_files, vocab_size, vocab_sample_lines
+            )
+        except BaseException:  # a bad line, Ctrl-C: what this run made goes (the lock stays)
+            made = set(tf.io.gfile.listdir(data_dir)) - before - {run_lock.DATAGEN_LOCK_FILE}
+            for leftover in made:
+                path = os.path.join(data_dir, leftover)
+                if not tf.io.gfile.isdir(path):
+                    tf.io.gfile.remove(path)
+            raise
 
 
 def _generate(

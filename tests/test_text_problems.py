@@ -327,3 +327,22 @@ def test_a_line_too_long_for_any_pair_is_dropped_before_tokenization(tmp_path, c
     assert counts["train"] == 50
     assert "train: dropped 1 pair(s) longer than 256 subwords" in caplog.text
     assert max(seen) < 1000  # the long line never reached the tokenizer
+
+
+def test_a_failed_datagen_leaves_nothing_it_made(tmp_path):
+    """A bad line in the dev file fails datagen after the vocabulary and the train
+    shards were written: none of them, nor the files.json, is left."""
+    from t2t_lite.problems import datagen
+
+    write_corpus(tmp_path)
+    (tmp_path / "dev.tsv").write_text("ein Hund\ta dog\nno tab\n", encoding="utf-8")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "notes.txt").write_text("the user's own file")
+    with pytest.raises(ValueError, match="dev.tsv:2: expected source<TAB>target"):
+        datagen.generate(
+            "translate_from_files", str(data), 1,
+            [str(tmp_path / "train.de"), str(tmp_path / "train.en")], [str(tmp_path / "dev.tsv")],
+            200,
+        )  # fmt: skip
+    assert sorted(p.name for p in data.iterdir()) == ["notes.txt"]
