@@ -6,6 +6,7 @@ they hold whatever the training's floating-point luck on this CPU.
 """
 
 import io
+import os
 
 import numpy as np
 import pytest
@@ -137,6 +138,11 @@ def test_missing_checkpoint_and_bad_decode_hparams_are_clear(copy_run, tmp_path)
     assert result.returncode == 1 and "unknown hparam 'beam'" in result.stderr.lower()
     result = run_decode(f"--output_dir={run_dir}", f"--checkpoint_path={tmp_path}/nope")
     assert result.returncode == 1 and "no checkpoint at" in result.stderr
+    # A device as input: no "/dev/null.decoded" is written; the output must be named.
+    result = run_decode(f"--output_dir={run_dir}", "--decode_from_file=/dev/null")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "'/dev/null' is not a regular file" in result.stderr
+    assert not os.path.exists("/dev/null.decoded")
     assert problem.get("test_identity_small").decode_text([3, 4, 1, 5]) == "1 2"
 
 

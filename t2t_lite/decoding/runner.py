@@ -1,6 +1,7 @@
 """What t2t-decode does: load a trained run, decode files, stdin or an eval split."""
 
 import json
+import os
 import sys
 from collections.abc import Iterable
 from typing import TextIO
@@ -171,6 +172,14 @@ def run(options: DecodeOptions, stdin=None, stdout: TextIO = sys.stdout) -> None
     a file's lines that could not be decoded raise one error naming them after
     every other line was written.
     """
+    source = options.decode_from_file
+    if source and not options.decode_to_file and not options.lm_eval:
+        local = not files.scheme(source)  # a device or a pipe is local by nature
+        if local and os.path.exists(source) and not os.path.isfile(source):
+            raise ValueError(
+                f"--decode_from_file {source!r} is not a regular file (a device or a pipe), "
+                f"so there is no place for {source}.decoded; name it with --decode_to_file"
+            )
     problem, model, path = run_dir.open_run(options.output_dir, options.checkpoint_path)
     logging.info("Decoding with %s.", path)
     if options.lm_eval:
