@@ -74,7 +74,7 @@ def test_datagen_is_byte_identical_for_the_same_seed(tmp_path):
         names = sorted(n for n in os.listdir(data_dir) if not n.endswith(".files.json"))
         contents.append({n: (tmp_path / run / n).read_bytes() for n in names})
     assert contents[0] == contents[1]
-    assert len(contents[0]) == 12  # vocabulary, 10 train shards, 1 dev shard
+    assert len(contents[0]) == 14  # vocabulary, 10 train shards, 1 dev shard, 2 counts
 
 
 def test_the_character_variant_has_one_token_per_character(tmp_path):

@@ -16,7 +16,9 @@ def test_round_trip(tmp_path):
     assert tfrecord.write_shards(iter(examples), paths) == 2
     read = [ex for path in paths for ex in tfrecord.read_records(path)]
     assert read == examples
-    assert sorted(os.listdir(tmp_path)) == ["x-00000-of-00002", "x-00001-of-00002"]
+    assert sorted(os.listdir(tmp_path)) == ["x-00000-of-00002", "x-00001-of-00002", "x.stats.json"]
+    # The counts the start-up summary shows, by hand: 2 examples, 3 + 2 and 2 + 4 ids.
+    assert tfrecord.read_stats(paths) == {"examples": 2, "inputs_tokens": 5, "targets_tokens": 6}
 
 
 def _damage(path, how):

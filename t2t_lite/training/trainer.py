@@ -76,6 +76,8 @@ class Trainer:
             config.accumulation_steps,
             self.hp.clip_grad_norm,
         )
+        # Signals and clocks; train() makes the run's own (budget, cadence).
+        self.stop = stopping.StopConditions(self.strategy)
         self._eval_writers: dict[str, tf.summary.SummaryWriter] = {}
         self._bleu = evaluation.BleuEvaluation(self.model, self.problem, config.eval_bleu_examples)
         self._ponder = evaluation.PonderImages(self.model)
