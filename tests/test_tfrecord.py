@@ -132,3 +132,16 @@ def test_a_shard_whose_later_records_lack_the_features_fails_training_naming_the
     config = trainer.TrainConfig(train_steps=20, local_eval_frequency=20)
     with pytest.raises(ValueError, match=r"-train-00000-of-00002: record \d+ has no 'inputs' "):
         trainer.train(exp, small_data, str(tmp_path / "run"), config)
+
+
+def test_an_emptied_shard_is_refused_when_datagen_counted_examples_for_it(small_data, tmp_path):
+    from t2t_lite import experiment
+    from t2t_lite.training import trainer
+
+    shard = problem.get("test_identity_small").filepaths(small_data, "train")[1]
+    open(shard, "wb").close()  # zero bytes where datagen wrote 200 examples
+    exp = experiment.Experiment.resolve(
+        "transformer", "test_identity_small", "transformer_test", "batch_size=64,max_length=8"
+    )
+    with pytest.raises(ValueError, match=r"train-00001-of-00002 is empty \(0 bytes\), but t2t-d"):
+        trainer.train(exp, small_data, str(tmp_path / "run"), trainer.TrainConfig(train_steps=1))
