@@ -69,6 +69,19 @@ def removed_on_failure(paths: list[str]) -> Iterator[None]:
         raise
 
 
+@contextlib.contextmanager
+def made_dir_removed_on_failure(path: str) -> Iterator[None]:
+    """A directory the block creates is removed again if the block fails while
+    it is still empty (a refused export leaves no empty export dir behind)."""
+    existed = tf.io.gfile.exists(path)
+    try:
+        yield
+    except BaseException:
+        if not existed and tf.io.gfile.isdir(path) and not tf.io.gfile.listdir(path):
+            tf.io.gfile.rmtree(path)
+        raise
+
+
 def write_atomically(path: str, text: str) -> None:
     """Writes UTF-8 text to path through a temporary file renamed into place."""
     write_bytes_atomically(path, text.encode("utf-8"))

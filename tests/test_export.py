@@ -299,6 +299,7 @@ def test_binary_errors_name_the_flag(tmp_path):
     assert result.returncode == 1
     assert "experiment.json not found" in result.stderr
     assert "Traceback" not in result.stderr
+    assert not os.path.exists(f"{tmp_path}/e")  # a refused export leaves no empty export dir
 
 
 def load_example_client():

@@ -86,6 +86,24 @@ def export(
             f"--xla_max_rows must be >= 0, and 0 unless --format={SAVED_MODEL}, got {xla_max_rows}"
         )
     hp = decode_hparams(overrides)
+    with files.made_dir_removed_on_failure(export_dir):
+        return _export(
+            output_dir, export_dir, checkpoint_path, hp, version, data_dir, export_format,
+            xla_max_rows,
+        )  # fmt: skip
+
+
+def _export(
+    output_dir: str,
+    export_dir: str,
+    checkpoint_path: str,
+    hp,
+    version: int,
+    data_dir: str,
+    export_format: str,
+    xla_max_rows: int,
+) -> str:
+    """`export` once its options are checked."""
     files.check_writable_dir(export_dir, "--export_dir")
     existing = versions(export_dir)
     version = version or (existing[-1] + 1 if existing else 1)
