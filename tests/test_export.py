@@ -154,6 +154,9 @@ def test_bad_elements_get_defined_answers_and_the_rest_is_decoded(exported, in_p
     ids = serve(exported, [("decode_ids", [[0, 0], [2, 99], [-1, 2], [2, 0]])])[0]
     assert ids["status"] == ["empty", "unknown_token", "unknown_token", "ok"]
     assert ids["scores"][:3] == [0.0, NEG, NEG]
+    # An empty batch is an empty answer (it was an InvalidArgumentError).
+    empty = serve(exported, [("serving_default", [])])[0]
+    assert empty == {"outputs": [], "scores": [], "status": []}
 
 
 def test_saved_model_cli_lists_both_signatures(exported):

@@ -137,8 +137,10 @@ def test_a_run_keeps_its_vocabulary_and_exports_text_in_text_out(tmp_path):
     import tensorflow as tf
 
     served = tf.saved_model.load(path).signatures["serving_default"]
-    out = served(inputs=tf.constant(["zwei Hunde 🦊", b"\xff", ""]))
-    assert [s.decode() for s in out["status"].numpy()] == ["ok", "invalid_utf8", "empty"]
+    out = served(inputs=tf.constant(["zwei Hunde 🦊", b"\xff", "", "   \t "]))
+    statuses = [s.decode() for s in out["status"].numpy()]
+    assert statuses == ["ok", "invalid_utf8", "empty", "empty"]  # white space only: empty
+    assert out["outputs"].numpy()[3] == b"" and out["scores"].numpy()[3] == 0.0
 
 
 WORDS = {

@@ -77,7 +77,9 @@ class ServingModule(tf.Module):
         # Valid UTF-8 is unchanged by transcoding; anything else gains U+FFFD.
         transcoded = tf.strings.unicode_transcode(inputs, "UTF-8", "UTF-8", errors="replace")
         valid = tf.equal(transcoded, inputs)  # [N]
-        ids, known = self.tokenizer.tokenize(tf.where(valid, inputs, ""))
+        # Only white space is "empty" (docs/export.md), whatever the tokenizer makes of it.
+        blank = tf.equal(tf.strings.length(tf.strings.strip(inputs)), 0)  # [N]
+        ids, known = self.tokenizer.tokenize(tf.where(valid & ~blank, inputs, ""))
         outputs, scores, status = self._decode(ids, known)
         return {
             "outputs": self.tokenizer.detokenize(outputs),
@@ -109,7 +111,11 @@ class ServingModule(tf.Module):
         dense += sequences.EOS_ID * tf.one_hot(
             kept, tf.shape(dense)[1], dtype=tf.int32
         )  # EOS at kept
-        hypotheses, scores = self._search(dense)  # [N, K, T], [N, K]
+        hypotheses, scores = tf.cond(  # an empty batch answers empty, without a search
+            tf.shape(dense)[0] > 0,
+            lambda: self._search(dense),
+            lambda: (tf.zeros([0, 1, 1], tf.int32), tf.zeros([0, 1])),
+        )  # [N, K, T], [N, K]
         best = hypotheses[:, 0]  # [N, T]
         out_lengths = sequences.symbol_lengths(best)  # [N]
         outputs = tf.RaggedTensor.from_tensor(best, lengths=tf.where(accepted, out_lengths, 0))
