@@ -66,13 +66,14 @@ class AlgorithmicProblem(problem.Problem):
     def encode_text(self, text: str) -> list[int]:
         """Space-separated symbols, e.g. "3 1 4" -> ids."""
         table = {symbol: i + sequences.NUM_RESERVED_IDS for i, symbol in enumerate(self.symbols())}
-        unknown = [token for token in text.split() if token not in table]
+        tokens = graph_tokenizer.split_symbols(text)
+        unknown = [token for token in tokens if token not in table]
         if unknown:
             raise ValueError(
                 f"unknown symbol {unknown[0]!r}; {self.name} expects space-separated "
                 f"symbols from {' '.join(self.symbols())}"
             )
-        return [table[token] for token in text.split()]
+        return [table[token] for token in tokens]
 
     def graph_tokenizer(self, data_dir: str) -> graph_tokenizer.GraphTokenizer:
         del data_dir  # the symbols are fixed

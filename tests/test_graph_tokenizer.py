@@ -24,3 +24,26 @@ def test_symbol_tokenizer_flags_unknown_symbols_and_skips_reserved_ids():
     # PAD (0), EOS (1) and ids past the vocabulary have no text.
     text = tokenizer.detokenize(tf.ragged.constant([[3, 0, 2, 1], [2, 9]]))
     assert [t.decode() for t in text.numpy()] == ["1 0", "0"]
+
+
+def test_eager_and_graph_cut_symbols_at_the_same_white_space():
+    """Every character Python calls white space: t2t-decode's eager encoding and
+    the export's graph tokenizer agree (the graph's WhitespaceTokenizer alone
+    cut U+00A0 and U+2028 inside their UTF-8 bytes, and kept U+001C..U+001F)."""
+    import pytest
+    import tensorflow as tf
+
+    from t2t_lite.data import problem as problem_lib
+
+    prob = problem_lib.get("algorithmic_identity_decimal40")
+    tokenizer = prob.graph_tokenizer("")
+    spaces = [chr(c) for c in range(0x110000) if chr(c).isspace()]
+    assert {"\u00a0", "\u2028", "\x1c"} <= set(spaces)
+    for space in spaces:
+        line = f"1{space}2 {space}3"
+        ids, known = tokenizer.tokenize(tf.constant([line]))
+        if bool(known[0]):
+            assert prob.encode_text(line) == ids[0].numpy().tolist(), hex(ord(space))
+        else:
+            with pytest.raises(ValueError, match="unknown symbol"):
+                prob.encode_text(line)

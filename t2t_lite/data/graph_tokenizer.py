@@ -34,6 +34,19 @@ class GraphTokenizer(tf.Module, abc.ABC):
         their sequences.*_TOKEN names): what a token-based engine reads."""
 
 
+# White space: the characters Python's str.isspace() accepts (str.split()'s),
+# as an RE2 class. tensorflow-text's WhitespaceTokenizer cuts U+00A0, U+2028
+# and the other multi-byte spaces inside their UTF-8 bytes and keeps
+# U+001C..U+001F, so the graph first turns each of these into " ".
+_SPACES = "".join(chr(c) for c in range(0x3001) if chr(c).isspace())
+WHITE_SPACE_RE2 = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in _SPACES) + "]"
+
+
+def split_symbols(text: str) -> list[str]:
+    """Symbols of one line, cut where the export's graph cuts them (eager code)."""
+    return text.split()
+
+
 class SymbolTokenizer(GraphTokenizer):
     """Whitespace-separated symbols, symbol i having id first_id + i.
 
@@ -59,7 +72,8 @@ class SymbolTokenizer(GraphTokenizer):
         self._vocabulary = reserved + list(symbols)
 
     def tokenize(self, text: tf.Tensor) -> tuple[tf.RaggedTensor, tf.Tensor]:
-        tokens = self._splitter.tokenize(text)  # [N, (tokens)] strings
+        spaced = tf.strings.regex_replace(text, WHITE_SPACE_RE2, " ")  # see WHITE_SPACE_RE2
+        tokens = self._splitter.tokenize(spaced)  # [N, (tokens)] strings
         ids = tf.ragged.map_flat_values(self._table.lookup, tokens)  # [N, (tokens)]
         known = tf.reduce_all(ids >= 0, axis=1)  # [N]
         return ids, known
