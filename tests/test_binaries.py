@@ -144,3 +144,26 @@ def test_no_cuda_error_on_a_machine_without_a_gpu(tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "cuInit" not in result.stderr and "CUDA error" not in result.stderr
+
+
+def test_ctrl_c_outside_training_is_one_line_and_status_130(capsys):
+    from t2t_lite import cli
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    with pytest.raises(SystemExit) as exited:
+        cli.run("t2t-export", interrupted)
+    assert exited.value.code == 130
+    assert capsys.readouterr().err == ("t2t-export: interrupted; no file was left half-written\n")
+
+    def stopped():
+        raise cli.Interrupted("stopped by SIGTERM at step 7; saved r/model.ckpt-7; run it again")
+
+    with pytest.raises(SystemExit) as exited:
+        cli.run("t2t-train", stopped)
+    assert exited.value.code == 0
+    assert (
+        capsys.readouterr().err
+        == "t2t-train: stopped by SIGTERM at step 7; saved r/model.ckpt-7; run it again\n"
+    )
