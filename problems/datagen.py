@@ -33,6 +33,7 @@ def generate(
     dev_files: list[str] | None = None,
     vocab_size: int = 0,
     vocab_sample_lines: int = 0,
+    language_pair: str = "",
 ) -> dict[str, int]:
     """Writes problem `name`'s shards into data_dir -> examples per split.
 
@@ -46,8 +47,9 @@ def generate(
         before = set(tf.io.gfile.listdir(data_dir))
         try:
             return _generate(
-                prob, data_dir, seed, train_files, dev_files, vocab_size, vocab_sample_lines
-            )
+                prob, data_dir, seed, train_files, dev_files, vocab_size, vocab_sample_lines,
+                language_pair,
+            )  # fmt: skip
         except BaseException:  # a bad line, Ctrl-C: what this run made goes (the lock stays)
             made = set(tf.io.gfile.listdir(data_dir)) - before - {run_lock.DATAGEN_LOCK_FILE}
             for leftover in made:
@@ -65,9 +67,19 @@ def _generate(
     dev_files: list[str] | None,
     vocab_size: int,
     vocab_sample_lines: int,
+    language_pair: str = "",
 ) -> dict[str, int]:
     name = prob.name
-    if train_files or dev_files:
+    if language_pair or hasattr(prob, "configure_catalogs"):
+        if not hasattr(prob, "configure_catalogs"):
+            raise ValueError(f"--language_pair: problem {name!r} reads no gettext catalogs")
+        if dev_files:
+            raise ValueError(f"--dev_files: problem {name!r} makes dev and test from the catalogs")
+        if train_files or language_pair:
+            prob.configure_catalogs(
+                data_dir, train_files or [], language_pair or "en-de", vocab_size
+            )
+    elif train_files or dev_files:
         if not hasattr(prob, "configure"):
             raise ValueError(f"--train_files: problem {name!r} takes no files")
         prob.configure(data_dir, train_files or [], dev_files or [], vocab_size)

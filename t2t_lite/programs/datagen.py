@@ -18,6 +18,11 @@ flags.DEFINE_list(
     "dev_files", [], "Problems on your files: dev.tsv, or SOURCE,TARGET as --train_files."
 )
 flags.DEFINE_integer("vocab_size", 0, "Problems on your files: subword vocabulary size.")
+flags.DEFINE_string(
+    "language_pair", "",
+    "translate_gettext: SOURCE-TARGET language codes, e.g. en-de (--train_files then names "
+    "directories of .mo/.po catalogs).",
+)  # fmt: skip
 flags.DEFINE_integer(
     "vocab_sample_lines", 0,
     "Text problems: learn the vocabulary from a seeded uniform sample of this many training "
@@ -33,7 +38,7 @@ def main(argv):
     def generate():
         counts = datagen.generate(
             FLAGS.problem, FLAGS.data_dir, FLAGS.random_seed, FLAGS.train_files,
-            FLAGS.dev_files, FLAGS.vocab_size, FLAGS.vocab_sample_lines,
+            FLAGS.dev_files, FLAGS.vocab_size, FLAGS.vocab_sample_lines, FLAGS.language_pair,
         )  # fmt: skip
         print(", ".join(f"{split}: {n} examples" for split, n in sorted(counts.items())))
 

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Gathers gettext catalogs (human translations of program messages) from
+# Debian packages, offline from the package archive: downloads each package
+# (apt-get download, no install) and unpacks it (dpkg -x) under OUT/<package>/.
+# Then:
+#   t2t-datagen --problem=translate_gettext --data_dir=D \
+#       --train_files=OUT --language_pair=en-de
+# Usage: examples/gettext_corpus.sh OUT [package ...]   (default: the list below)
+# Needs apt-get and dpkg (a Debian or Ubuntu machine; run `apt-get update` once).
+# Each package's licence is in OUT/<package>/usr/share/doc/<package>/copyright.
+set -euo pipefail
+out=${1:?usage: $0 OUT [package ...]}
+shift || true
+packages=("$@")
+if [ ${#packages[@]} -eq 0 ]; then
+  packages=(
+    libreoffice-l10n-de vlc-l10n gimp inkscape gnucash-common gramps freeciv-data
+    calibre qgis-common gcc-12-locales evolution-common scribus-data kdenlive-data
+    digikam-data marble-data blender-data
+  )
+fi
+mkdir -p "$out/debs"
+cd "$out/debs"
+for package in "${packages[@]}"; do
+  if ! ls "${package}"_*.deb >/dev/null 2>&1; then
+    apt-get download "$package"
+  fi
+  rm -rf "../$package"
+  dpkg -x "${package}"_*.deb "../$package"
+  echo "$package: $(find "../$package" \( -name '*.mo' -o -name '*.po' \) | wc -l) catalogs"
+done
