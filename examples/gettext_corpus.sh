@@ -13,10 +13,13 @@ out=${1:?usage: $0 OUT [package ...]}
 shift || true
 packages=("$@")
 if [ ${#packages[@]} -eq 0 ]; then
+  # Debian 12 packages with German catalogs (docs/translation.md lists versions,
+  # catalog counts and licences).
   packages=(
-    libreoffice-l10n-de vlc-l10n gimp inkscape gnucash-common gramps freeciv-data
-    calibre qgis-common gcc-12-locales evolution-common scribus-data kdenlive-data
-    digikam-data marble-data blender-data
+    libreoffice-l10n-de vlc-l10n inkscape gnucash-common gramps freeciv-data
+    gcc-12-locales evolution-common kdenlive-data digikam-data marble-data blender-data
+    gimp-data audacity-data darktable filezilla-common pidgin-data gnumeric-common
+    wesnoth-1.16-data gnome-control-center-data evince-common nautilus-data gnome-shell-common
   )
 fi
 mkdir -p "$out/debs"
