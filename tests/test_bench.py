@@ -169,3 +169,38 @@ def test_the_decoding_profile_prints_op_times_through_public_entry_points(tmp_pa
     assert any(name.endswith(("MatMul", "Einsum")) for name in row["op_ms"])
     # Appends to the growing caches, listed by node: one per cache and step.
     assert any(name.endswith(":ConcatV2") for name in row["op_ms"])
+
+
+@pytest.mark.slow
+def test_the_bleu_benchmark_against_opennmt_prints_its_line(tmp_path):
+    """t2t_lite's side always; OpenNMT-py's where T2T_ONMT_PYTHON names a venv with it."""
+    import sacrebleu
+
+    words = ["red", "blue", "cat", "dog", "big", "small", "runs", "sleeps"]
+    german = ["rot", "blau", "Katze", "Hund", "groß", "klein", "läuft", "schläft"]
+    files = {}
+    for split, count in (("train", 120), ("dev", 10), ("test", 10)):
+        for side, vocab in (("en", words), ("de", german)):
+            lines = [f"{vocab[i % 8]} {vocab[(i * 3 + 1) % 8]}" for i in range(count)]
+            files[f"{split}.{side}"] = tmp_path / f"{split}.{side}"
+            files[f"{split}.{side}"].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    onmt = os.environ.get("T2T_ONMT_PYTHON", "")
+    (row,) = run_bench(
+        tmp_path,
+        f"--train={files['train.en']},{files['train.de']}",
+        f"--dev={files['dev.en']},{files['dev.de']}",
+        f"--test={files['test.en']},{files['test.de']}",
+        f"--work_dir={tmp_path / 'work'}", f"--onmt_python={onmt}",
+        "--layers=1", "--hidden_size=16", "--heads=2", "--filter_size=32", "--vocab_size=100",
+        "--batch_tokens=256", "--warmup=10", "--steps=3",
+        script="bleu_vs_opennmt.py",
+    )  # fmt: skip
+    ours = row["sides"]["t2t_lite"]
+    assert row["benchmark"] == "bleu_vs_opennmt" and ours["steps"] == 3
+    # Its BLEU is sacrebleu's on the decoded file against the references, recomputed here.
+    outputs = (tmp_path / "work" / "t2t_test.out").read_text(encoding="utf-8").split("\n")[:10]
+    references = files["test.de"].read_text(encoding="utf-8").split("\n")[:10]
+    expected = sacrebleu.corpus_bleu([o.split("\t")[0] for o in outputs], [references]).score
+    assert ours["bleu"] == pytest.approx(expected, abs=0.01)
+    assert ours["batch_tokens_per_sec"] == pytest.approx(3 * 256 / ours["wall_seconds"], rel=0.01)
+    assert ("opennmt_py" in row["sides"]) == bool(onmt)

@@ -1,0 +1,268 @@
+"""BLEU against OpenNMT-py 3.5.1 on the same text, shape, vocabulary, batches and budget.
+
+Both toolkits train an encoder-decoder Transformer of one shape (layers,
+d_model, heads, ff, dropout 0.1, label smoothing 0.1, shared embeddings and
+softmax, Noam schedule with the same warmup and constant) on any given
+train/dev/test text files, side by side, each pinned to its own core with one
+thread, for the same number of steps or the same wall time; then both decode
+the test file with beam 4 and the GNMT length penalty alpha 0.6, and
+sacrebleu scores both against the test references (detokenized text). One
+JSON line: BLEU, chrF, steps, wall seconds, target tokens per second, machine.
+
+The vocabulary is the same for both: t2t_lite learns its subword vocabulary
+and the files are tokenized with it for OpenNMT-py (pieces separated by
+spaces, the same ids), whose outputs are detokenized by t2t_lite again.
+
+OpenNMT-py is a benchmark reference, never a dependency: it lives in its own
+virtual environment (torch below 2.3, numpy below 2), named by --onmt_python:
+
+  python3 -m venv onmt && onmt/bin/pip install "torch<2.3" "numpy<2" "OpenNMT-py==3.5.1"
+  python bench/bleu_vs_opennmt.py --train=train.en,train.de --dev=dev.en,dev.de \
+      --test=test.en,test.de --onmt_python=onmt/bin/python --minutes=45 --work_dir=W
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from absl import app, flags
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list("train", None, "SOURCE,TARGET text files, aligned line by line.")
+flags.DEFINE_list("dev", None, "SOURCE,TARGET dev files (t2t_lite's evaluation, OpenNMT's valid).")
+flags.DEFINE_list("test", None, "SOURCE,TARGET test files: decoded and scored.")
+flags.DEFINE_string("work_dir", None, "Data, runs, vocabularies and outputs of both.")
+flags.DEFINE_string("onmt_python", None, "Python of a venv with OpenNMT-py 3.5.1 (none: skip it).")
+flags.DEFINE_integer("layers", 2, "Encoder and decoder layers.")
+flags.DEFINE_integer("hidden_size", 128, "d_model.")
+flags.DEFINE_integer("heads", 4, "Attention heads.")
+flags.DEFINE_integer("filter_size", 512, "Feed-forward width.")
+flags.DEFINE_integer("vocab_size", 8000, "Shared subword vocabulary size.")
+flags.DEFINE_integer("batch_tokens", 4096, "Tokens per batch.")
+flags.DEFINE_integer("warmup", 800, "Noam warmup steps.")
+flags.DEFINE_float("learning_rate", 2.0, "Noam constant (both toolkits' formula).")
+flags.DEFINE_integer("steps", 100000, "Training steps (the budget unless --minutes ends first).")
+flags.DEFINE_float("minutes", 0.0, "Wall-time budget per toolkit (0: steps only).")
+flags.DEFINE_integer("beam_size", 4, "Beam size of the test decode.")
+flags.DEFINE_float("alpha", 0.6, "GNMT length penalty of the test decode.")
+flags.mark_flags_as_required(["train", "dev", "test", "work_dir"])
+
+PROBLEM = "translate_from_files"
+
+
+def _run(command: list[str], log: str, core: int | None, env: dict | None = None):
+    """Starts a command pinned to one core (taskset, where there is one), output to log."""
+    if core is not None and os.path.exists("/usr/bin/taskset"):
+        command = ["taskset", "-c", str(core), *command]
+    handle = open(log, "w")  # noqa: SIM115 (closed by the caller's wait)
+    env = {**os.environ, "TF_NUM_INTRAOP_THREADS": "1", "OMP_NUM_THREADS": "1", **(env or {})}
+    return subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env), handle
+
+
+def _t2t(name: str) -> str:
+    return os.path.join(os.path.dirname(sys.executable), name)
+
+
+def prepare(work: str) -> tuple[str, list[str]]:
+    """t2t_lite's data dir (and vocabulary) -> (data_dir, the vocabulary's tokens)."""
+    from t2t_lite.data import subword
+    from t2t_lite.problems import datagen
+
+    data_dir = os.path.join(work, "data")
+    if not os.path.exists(os.path.join(data_dir, f"{PROBLEM}.vocab")):
+        datagen.generate(PROBLEM, data_dir, 1, FLAGS.train, FLAGS.dev, FLAGS.vocab_size)
+    return data_dir, subword.load(os.path.join(data_dir, f"{PROBLEM}.vocab"))
+
+
+def tokenize_for_onmt(work: str, tokens: list[str]) -> dict[str, str]:
+    """Every file as space-separated subword pieces of t2t_lite's vocabulary; ONMT's vocab."""
+    import tensorflow as tf
+
+    from t2t_lite.data import subword
+
+    tokenizer = subword.SubwordTokenizer(tokens)
+    out = {}
+    for split, paths in (("train", FLAGS.train), ("valid", FLAGS.dev), ("test", FLAGS.test)):
+        for side, path in zip(("src", "tgt"), paths, strict=True):
+            lines = _lines(path)
+            pieces = []
+            for start in range(0, len(lines), 2048):
+                ids, _ = tokenizer.tokenize(tf.constant(lines[start : start + 2048]))
+                for row in ids.to_list():
+                    pieces.append(" ".join(f"{i}" for i in row) or "2")  # ids as tokens
+            target = os.path.join(work, f"onmt_{split}.{side}")
+            with open(target, "w", encoding="utf-8") as f:
+                f.write("\n".join(pieces) + "\n")
+            out[f"{split}.{side}"] = target
+    vocab = os.path.join(work, "onmt.vocab")
+    with open(vocab, "w", encoding="utf-8") as f:  # ONMT's specials come first on its own
+        f.write("".join(f"{i}\t1\n" for i in range(3, len(tokens))))
+    out["vocab"] = vocab
+    return out
+
+
+def write_onmt_config(work: str, files: dict[str, str]) -> str:
+    config = {
+        "save_data": os.path.join(work, "onmt"),
+        "src_vocab": files["vocab"], "share_vocab": True, "src_vocab_size": 100000,
+        "tgt_vocab_size": 100000, "overwrite": True,
+        "data": {
+            "corpus_1": {"path_src": files["train.src"], "path_tgt": files["train.tgt"]},
+            "valid": {"path_src": files["valid.src"], "path_tgt": files["valid.tgt"]},
+        },
+        "save_model": os.path.join(work, "onmt_model", "model"),
+        # OpenNMT-py saves nothing on SIGTERM: under --minutes its newest checkpoint is
+        # at most this many steps behind the budget's end.
+        "save_checkpoint_steps": 250, "keep_checkpoint": 1, "seed": 1,
+        "train_steps": FLAGS.steps, "valid_steps": 1000000, "report_every": 100,
+        "encoder_type": "transformer", "decoder_type": "transformer",
+        "enc_layers": FLAGS.layers, "dec_layers": FLAGS.layers,
+        "hidden_size": FLAGS.hidden_size, "word_vec_size": FLAGS.hidden_size,
+        "heads": FLAGS.heads, "transformer_ff": FLAGS.filter_size,
+        "position_encoding": True, "share_embeddings": True, "share_decoder_embeddings": True,
+        "dropout": [0.1], "attention_dropout": [0.1], "label_smoothing": 0.1,
+        "optim": "adam", "adam_beta1": 0.9, "adam_beta2": 0.997, "decay_method": "noam",
+        "warmup_steps": FLAGS.warmup, "learning_rate": FLAGS.learning_rate,
+        "max_grad_norm": 0.0, "param_init": 0.0, "param_init_glorot": True,
+        "normalization": "tokens", "batch_type": "tokens", "batch_size": FLAGS.batch_tokens,
+        "accum_count": [1], "src_seq_length": 256, "tgt_seq_length": 256,
+        "world_size": 1, "gpu_ranks": [], "num_workers": 0, "bucket_size": 32768,
+    }  # fmt: skip
+    path = os.path.join(work, "onmt.yaml")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(json.dumps(config, indent=1))  # JSON is YAML
+    return path
+
+
+def _minutes_limit() -> list[str]:
+    return ["timeout", "-s", "TERM", f"{int(FLAGS.minutes * 60)}"] if FLAGS.minutes else []
+
+
+def main(argv):
+    del argv
+    import common
+
+    work = os.path.abspath(FLAGS.work_dir)
+    os.makedirs(work, exist_ok=True)
+    data_dir, tokens = prepare(work)
+    run_dir = os.path.join(work, "t2t_run")
+    hparams = (
+        f"num_hidden_layers={FLAGS.layers},hidden_size={FLAGS.hidden_size},"
+        f"num_heads={FLAGS.heads},filter_size={FLAGS.filter_size},"
+        f"batch_size={FLAGS.batch_tokens},learning_rate_warmup_steps={FLAGS.warmup},"
+        f"learning_rate_constant={FLAGS.learning_rate}"
+    )
+    t2t_command = [
+        _t2t("t2t-train"), f"--problem={PROBLEM}", "--model=transformer",
+        "--hparams_set=transformer_tiny", f"--hparams={hparams}", f"--data_dir={data_dir}",
+        f"--output_dir={run_dir}", f"--train_steps={FLAGS.steps}",
+        f"--train_minutes={FLAGS.minutes}", "--local_eval_frequency=1000000",
+        "--eval_bleu_examples=0",
+    ]  # fmt: skip
+    jobs = {"t2t_lite": _run(t2t_command, os.path.join(work, "t2t_train.log"), 0)}
+    if FLAGS.onmt_python:
+        files = tokenize_for_onmt(work, tokens)
+        config = write_onmt_config(work, files)
+        onmt = os.path.join(os.path.dirname(FLAGS.onmt_python), "onmt_train")
+        command = [*_minutes_limit(), onmt, "-config", config]
+        jobs["opennmt_py"] = _run(command, os.path.join(work, "onmt_train.log"), 1)
+    seconds = {}
+    start = time.perf_counter()
+    while len(seconds) < len(jobs):  # side by side: each one's own end
+        for name, (process, handle) in jobs.items():
+            if name not in seconds and process.poll() is not None:
+                handle.close()
+                seconds[name] = round(time.perf_counter() - start, 1)
+        time.sleep(1.0)
+    if jobs["t2t_lite"][0].returncode != 0:
+        raise SystemExit(f"t2t-train failed; see {work}/t2t_train.log")
+    references = _lines(FLAGS.test[1])
+    result = {"benchmark": "bleu_vs_opennmt", "machine": common.machine(), "sides": {}}
+    out = os.path.join(work, "t2t_test.out")
+    subprocess.run(
+        [_t2t("t2t-decode"), f"--output_dir={run_dir}", f"--decode_from_file={FLAGS.test[0]}",
+         f"--decode_to_file={out}",
+         f"--decode_hparams=beam_size={FLAGS.beam_size},alpha={FLAGS.alpha}"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    result["sides"]["t2t_lite"] = _scores(out, references, run_dir, seconds["t2t_lite"])
+    if FLAGS.onmt_python:
+        result["sides"]["opennmt_py"] = _onmt_side(work, files, references, seconds)
+    result["bleu_t2t_over_opennmt"] = (
+        round(result["sides"]["t2t_lite"]["bleu"] - result["sides"]["opennmt_py"]["bleu"], 2)
+        if "opennmt_py" in result["sides"]
+        else None
+    )
+    print(json.dumps(result))
+
+
+def _lines(path: str) -> list[str]:
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def _scores(output: str, references: list[str], run_dir: str, seconds: float) -> dict:
+    import sacrebleu
+
+    hypotheses = [line.split("\t")[0] for line in _lines(output)][: len(references)]
+    with open(os.path.join(run_dir, "metrics.json"), encoding="utf-8") as f:
+        step = json.load(f)["step"]
+    tokens = step * FLAGS.batch_tokens  # batch tokens, padding included, as OpenNMT counts
+    return {
+        "bleu": round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2),
+        "chrf": round(sacrebleu.corpus_chrf(hypotheses, [references]).score, 2),
+        "steps": step,
+        "wall_seconds": seconds,
+        "batch_tokens_per_sec": round(tokens / max(seconds, 1e-9), 1),
+    }
+
+
+def _onmt_side(work: str, files: dict, references: list[str], seconds: dict) -> dict:
+    """Decodes the test file with OpenNMT-py's newest checkpoint and scores it."""
+    import glob
+    import re
+
+    import sacrebleu
+
+    from t2t_lite.data import subword
+
+    checkpoints = sorted(
+        glob.glob(os.path.join(work, "onmt_model", "model_step_*.pt")),
+        key=lambda p: int(re.search(r"_(\d+)\.pt$", p).group(1)),
+    )
+    if not checkpoints:
+        raise ValueError(f"OpenNMT-py wrote no checkpoint; see {work}/onmt_train.log")
+    output = os.path.join(work, "onmt_test.ids")
+    translate = os.path.join(os.path.dirname(FLAGS.onmt_python), "onmt_translate")
+    subprocess.run(
+        [translate, "-model", checkpoints[-1], "-src", files["test.src"], "-output", output,
+         "-beam_size", str(FLAGS.beam_size), "-length_penalty", "wu", "-alpha", str(FLAGS.alpha),
+         "-batch_size", "32"],
+        check=True, capture_output=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    tokenizer = subword.SubwordTokenizer(
+        subword.load(os.path.join(work, "data", f"{PROBLEM}.vocab"))
+    )
+    hypotheses = []
+    for line in _lines(output)[: len(references)]:
+        ids = [int(t) for t in line.split() if t.isdigit()]
+        hypotheses.append(tokenizer.decode(ids))
+    step = int(re.search(r"_(\d+)\.pt$", checkpoints[-1]).group(1))
+    wall = seconds["opennmt_py"]
+    return {
+        "bleu": round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2),
+        "chrf": round(sacrebleu.corpus_chrf(hypotheses, [references]).score, 2),
+        "steps": step,
+        "wall_seconds": wall,
+        "batch_tokens_per_sec": round(step * FLAGS.batch_tokens / max(wall, 1e-9), 1),
+    }
+
+
+if __name__ == "__main__":
+    app.run(main)
