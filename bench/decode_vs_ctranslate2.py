@@ -5,9 +5,10 @@ For each shape (a Transformer hparams set with random weights), search
 t2t-decode's in-process search (`Decoder.search`, its defaults), of the
 exported SavedModel's `serving_default` (text in, text out: what TF Serving
 runs; as exported by default, and with `--xla_max_rows`), and of CTranslate2 (fp32, `--ct2_threads` threads) running the model
-`t2t-export --format=ctranslate2` writes from the same weights; ratios are
-t2t_lite over CTranslate2. Every output is forced to `--output_length`
-symbols (EOS masked before, then EOS), so all three do the same steps.
+`t2t-export --format=ctranslate2` writes from the same weights, and of
+`t2t-decode --engine=ctranslate2` (that Translator behind t2t-decode's
+decode_ids); ratios are t2t_lite over CTranslate2. Every output is forced to `--output_length`
+symbols (EOS masked before, then EOS), so all of them do the same steps.
 
   python bench/decode_vs_ctranslate2.py
   python bench/decode_vs_ctranslate2.py --shapes=transformer_tiny:8000 --batch_sizes=32
@@ -58,7 +59,7 @@ def measure(model, symbols, translator, inputs, beam_size: int) -> dict:
     from t2t_lite import sequences
     from t2t_lite.data import graph_tokenizer
     from t2t_lite.decoding import decoder as decoder_lib
-    from t2t_lite.export import serving
+    from t2t_lite.export import ctranslate2_engine, serving
 
     batch_size, steps = len(inputs), FLAGS.output_length + 1  # the symbols, then EOS
     tokens = [sequences.PAD_TOKEN, sequences.EOS_TOKEN, *symbols]
@@ -68,6 +69,7 @@ def measure(model, symbols, translator, inputs, beam_size: int) -> dict:
         batch_size=batch_size,
         extra_length=FLAGS.output_length - FLAGS.input_length,
         min_length=FLAGS.output_length,
+        max_input_length=FLAGS.input_length,  # the engine's output limit: output_length + EOS
     )
     xla = {"default": None, "on": True, "off": False}[FLAGS.xla]
     decoder = decoder_lib.Decoder(model, hp, xla_compile=xla)
@@ -86,9 +88,15 @@ def measure(model, symbols, translator, inputs, beam_size: int) -> dict:
 
     assert {len(result.hypotheses[0]) for result in ct2()} == {steps}
     total = batch_size * steps
+    # t2t-decode --engine=ctranslate2: the same Translator behind the engine's
+    # decode_ids (ids in and out, t2t_lite's scores and ranking).
+    engine = ctranslate2_engine.Ctranslate2Decoder(translator, tokens, hp)
+    got = {len(h[0][0]) for h in engine.decode_ids(inputs)}
+    assert got == {FLAGS.output_length}, got
     rates = {
         "t2t_decode": median_rate(lambda: decoder.search(batch)[0].numpy(), total),
         "ctranslate2": median_rate(ct2, total),
+        "engine_ctranslate2": median_rate(lambda: engine.decode_ids(inputs), total),
     }
     if FLAGS.serving:
         tokenizer = graph_tokenizer.SymbolTokenizer(symbols, 2)

@@ -92,7 +92,7 @@ def test_the_decoding_benchmark_runs_against_ctranslate2_through_public_entry_po
     assert [row["search"] for row in rows] == ["greedy", "beam2"]
     for row in rows:
         assert row["output_tokens"] == 7
-        for key in ("t2t_decode", "serving", "serving_xla"):
+        for key in ("t2t_decode", "serving", "serving_xla", "engine_ctranslate2"):
             # Each ratio is its rate over CTranslate2's, measured in the same run.
             ratio = row[f"{key}_tokens_per_sec"] / row["ctranslate2_tokens_per_sec"]
             assert row[f"{key}_over_ctranslate2"] == pytest.approx(ratio, rel=0.01, abs=0.006)
@@ -195,12 +195,15 @@ def test_the_bleu_benchmark_against_opennmt_prints_its_line(tmp_path):
         "--batch_tokens=256", "--warmup=10", "--steps=3",
         script="bleu_vs_opennmt.py",
     )  # fmt: skip
-    ours = row["sides"]["t2t_lite"]
+    ours = row["budget"]["t2t_lite"]
     assert row["benchmark"] == "bleu_vs_opennmt" and ours["steps"] == 3
     # Its BLEU is sacrebleu's on the decoded file against the references, recomputed here.
-    outputs = (tmp_path / "work" / "t2t_test.out").read_text(encoding="utf-8").split("\n")[:10]
+    out = tmp_path / "work" / "t2t_test.budget.out"
+    outputs = out.read_text(encoding="utf-8").split("\n")[:10]
     references = files["test.de"].read_text(encoding="utf-8").split("\n")[:10]
     expected = sacrebleu.corpus_bleu([o.split("\t")[0] for o in outputs], [references]).score
     assert ours["bleu"] == pytest.approx(expected, abs=0.01)
     assert ours["batch_tokens_per_sec"] == pytest.approx(3 * 256 / ours["wall_seconds"], rel=0.01)
-    assert ("opennmt_py" in row["sides"]) == bool(onmt)
+    assert ("opennmt_py" in row["budget"]) == bool(onmt)
+    if onmt:  # both stop at step 3: one point, equal steps and (about) equal time
+        assert row["budget"]["opennmt_py"]["steps"] == 3 and "equal_steps" not in row

@@ -205,3 +205,95 @@ def test_positions_ctranslate2_cannot_express_are_refused(overrides, named):
     with pytest.raises(ValueError, match=named) as refused:
         ctranslate2_model.build_spec(model, [str(i) for i in range(11)], 64)
     assert "--format=saved_model" in str(refused.value)
+
+
+def test_t2t_decode_engine_ctranslate2_writes_what_the_tensorflow_engine_writes(
+    copy_run, tmp_path, monkeypatch
+):
+    """Greedy and beam decodes of the trained copy model through both engines:
+    the same outputs and scores; the conversion is made once per checkpoint
+    and reused."""
+    import io
+
+    from t2t_lite.decoding import options as options_lib
+    from t2t_lite.decoding import runner
+    from t2t_lite.export import ctranslate2_engine
+
+    _, trained = copy_run
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in os.listdir(trained):  # the fixture's run is shared: work on a copy
+        if os.path.isfile(os.path.join(trained, name)):
+            with open(os.path.join(trained, name), "rb") as f, open(run / name, "wb") as g:
+                g.write(f.read())
+    lines = ["1 2 3", "3 3 0 1", "", "2 1 0 3 2 1"]
+    (tmp_path / "in.txt").write_text("\n".join(lines) + "\n")
+    conversions = []
+    write = ctranslate2_model.write
+    monkeypatch.setattr(
+        ctranslate2_model, "write", lambda *a: conversions.append(a[-1]) or write(*a)
+    )
+    for hparams in ("beam_size=1", "beam_size=4,alpha=0.6"):
+        outputs = {}
+        for engine, repeat in (("tensorflow", 1), ("ctranslate2", 2)):
+            for _ in range(repeat):
+                out = str(tmp_path / f"{engine}.txt")
+                options = options_lib.DecodeOptions(
+                    output_dir=str(run), decode_from_file=str(tmp_path / "in.txt"),
+                    decode_to_file=out, decode_hparams=f"{hparams},write_beam_scores=true",
+                    engine=engine,
+                )  # fmt: skip
+                engines = {"ctranslate2": ctranslate2_engine.from_run}
+                runner.run(options, stdout=io.StringIO(), engines=engines)
+                outputs[engine] = (tmp_path / f"{engine}.txt").read_text().splitlines()
+        assert [line.split("\t")[0] for line in outputs["ctranslate2"]] == [
+            line.split("\t")[0] for line in outputs["tensorflow"]
+        ]
+        for ours, theirs in zip(outputs["tensorflow"], outputs["ctranslate2"], strict=True):
+            if "\t" in ours:  # the score as t2t_lite computes it (sum, or GNMT-penalized)
+                assert float(theirs.split("\t")[1]) == pytest.approx(
+                    float(ours.split("\t")[1]), abs=1e-3
+                )
+    assert len(conversions) == 1  # the second decode reused it
+    (converted,) = os.listdir(run / "ctranslate2")
+    assert converted.startswith("model.ckpt-800-")
+    # The binary's flag reaches the engine: the beam-4 file again, from the conversion.
+    result = run_binary(
+        "t2t-decode", f"--output_dir={run}", f"--decode_from_file={tmp_path / 'in.txt'}",
+        f"--decode_to_file={tmp_path / 'binary.txt'}", "--engine=ctranslate2",
+        "--decode_hparams=beam_size=4,alpha=0.6,write_beam_scores=true",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "binary.txt").read_text().splitlines() == outputs["ctranslate2"]
+    assert os.listdir(run / "ctranslate2") == [converted]
+
+
+def test_engine_ctranslate2_refuses_a_ut_run_and_a_missing_extra(tmp_path, monkeypatch):
+    from t2t_lite.export import ctranslate2_engine
+
+    run = str(tmp_path / "ut")
+    experiment.Experiment.resolve(
+        "universal_transformer", "test_identity_small", "universal_transformer_tiny"
+    ).save(run)
+    hp = decoder_lib.DecodeHParams()
+    with pytest.raises(ValueError, match="--engine=ctranslate2: the run's model is 'universal.*"
+                       "decode it with --engine=tensorflow"):  # fmt: skip
+        ctranslate2_engine.from_run(run, "", None, None, hp)
+    monkeypatch.setitem(__import__("sys").modules, "ctranslate2", None)  # not installed
+    with pytest.raises(ValueError, match="--engine=ctranslate2 needs the ctranslate2 package"):
+        ctranslate2_model.library("--engine")
+
+
+def test_engine_loads_a_conversion_on_another_filesystem_from_a_local_copy(tmp_path):
+    from t2t_lite.export import ctranslate2_engine
+
+    assert ctranslate2_engine.local_copy(str(tmp_path)) == str(tmp_path)  # local: itself
+    remote = "ram://ct2-engine/model-1"
+    tf.io.gfile.makedirs(remote)
+    for name, data in (("model.bin", b"\x00\x01weights"), ("config.json", b"{}")):
+        with tf.io.gfile.GFile(f"{remote}/{name}", "wb") as f:
+            f.write(data)
+    local = ctranslate2_engine.local_copy(remote)
+    assert "://" not in local and sorted(os.listdir(local)) == ["config.json", "model.bin"]
+    with open(os.path.join(local, "model.bin"), "rb") as f:
+        assert f.read() == b"\x00\x01weights"

@@ -7,6 +7,7 @@ time (`config_flags.define(DecodeOptions)`); `runner.run` carries them out.
 import dataclasses
 
 LM_EVALS = ("lambada", "agreement")
+ENGINES = ("tensorflow", "ctranslate2")
 
 
 def _field(default, help_text: str, choices=None):
@@ -35,6 +36,13 @@ class DecodeOptions:
         "passages (lambada), or ranking accuracy of prefix<TAB>correct<TAB>wrong verb lines "
         "(agreement); prints one JSON line, per-line results to --decode_to_file if given.",
         LM_EVALS,
+    )
+    engine: str = _field(
+        "tensorflow",
+        "ctranslate2: decode a Transformer run with CTranslate2 (converted into "
+        "<output_dir>/ctranslate2/ on first use, reused while the checkpoint is unchanged; "
+        "the ctranslate2 extra), same tokenization, decode hparams and outputs.",
+        ENGINES,
     )
     xla_compile: bool | None = _field(
         None,

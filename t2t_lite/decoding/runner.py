@@ -165,8 +165,14 @@ def file_bleu(output_path: str, reference_path: str) -> float:
     return bleu.corpus_bleu(hypotheses, references)
 
 
-def run(options: DecodeOptions, stdin=None, stdout: TextIO = sys.stdout) -> None:
+def run(
+    options: DecodeOptions, stdin=None, stdout: TextIO = sys.stdout, engines: dict | None = None
+) -> None:
     """t2t-decode: one of its four modes (language-model scoring, stdin, a file, a split).
+
+    engines: --engine name -> a factory (output_dir, checkpoint, problem, model,
+    DecodeHParams) -> an object with the Decoder's `decode_ids` and `hp`
+    (the program supplies them from above this level; "tensorflow" is the Decoder).
 
     Prints the mode's figures (a JSON line, BLEU, or split metrics) to stdout;
     a file's lines that could not be decoded raise one error naming them after
@@ -190,7 +196,13 @@ def run(options: DecodeOptions, stdin=None, stdout: TextIO = sys.stdout) -> None
         )
         print(json.dumps({"lm_eval": options.lm_eval, **metrics}), file=stdout)
         return
-    decoder = make_decoder(model, options.decode_hparams, options.xla_compile)
+    if options.engine != "tensorflow":
+        if options.engine not in (engines or {}):
+            raise ValueError(f"--engine={options.engine!r} is not available here")
+        hp = hparams_lib.override(decoder_lib.DecodeHParams(), options.decode_hparams)
+        decoder = engines[options.engine](options.output_dir, path, problem, model, hp)
+    else:
+        decoder = make_decoder(model, options.decode_hparams, options.xla_compile)
     if options.decode_interactive:
         decode_interactive(decoder, problem, stdin or sys.stdin.buffer, stdout)
     elif options.decode_from_file:

@@ -33,34 +33,40 @@ from t2t_lite.layers import embedding, transformer_layers
 MODEL = "transformer"  # the only model family CTranslate2 can run
 
 
-def check_mappable(model_name: str, input_encoding: str = "tokens") -> None:
-    """Refuses a run whose model CTranslate2 cannot express."""
+def check_mappable(model_name: str, input_encoding: str = "tokens", flag: str = "--format") -> None:
+    """Refuses a run whose model CTranslate2 cannot express (naming `flag`)."""
     if input_encoding != "tokens":
         raise ValueError(
-            f"--format=ctranslate2: the run's inputs are encoded as {input_encoding!r}; only "
+            f"{flag}=ctranslate2: the run's inputs are encoded as {input_encoding!r}; only "
             "encoder-decoder Transformers over token sequences map to CTranslate2's "
             "TransformerSpec; export it as a SavedModel (--format=saved_model) instead"
         )
     if model_name != MODEL:
+        instead = (
+            "export it as a SavedModel (--format=saved_model) instead"
+            if flag == "--format"
+            else "decode it with --engine=tensorflow"
+        )
         raise ValueError(
-            f"--format=ctranslate2: the run's model is {model_name!r}; only {MODEL!r} maps to "
+            f"{flag}=ctranslate2: the run's model is {model_name!r}; only {MODEL!r} maps to "
             "CTranslate2 (the Universal Transformer's recurrence and ACT have no equivalent "
-            "there); export it as a SavedModel (--format=saved_model) instead"
+            f"there); {instead}"
         )
 
 
-def _ctranslate2():
+def library(flag: str = "--format"):
+    """The ctranslate2 module; without the optional extra, one error naming `flag`."""
     try:
         import ctranslate2
     except ImportError:
         raise ValueError(
-            "--format=ctranslate2 needs the ctranslate2 package: pip install 't2t_lite[ctranslate2]'"
+            f"{flag}=ctranslate2 needs the ctranslate2 package: pip install 't2t_lite[ctranslate2]'"
         ) from None
     return ctranslate2
 
 
 def version() -> str:
-    return _ctranslate2().__version__
+    return library().__version__
 
 
 def translate_options(hp) -> dict:
@@ -74,9 +80,11 @@ def translate_options(hp) -> dict:
     return {
         "beam_size": hp.beam_size,
         "length_penalty": hp.alpha,
-        "min_decoding_length": 0,  # t2t_lite may emit EOS first (an empty output)
+        # EOS is masked for the first min_length symbols in both (0: an empty output).
+        "min_decoding_length": hp.min_length,
         "max_input_length": hp.max_source_positions,
-        "max_decoding_length": hp.max_output_positions,
+        # Symbols, EOS not counted: t2t_lite forces EOS at its last output position.
+        "max_decoding_length": hp.max_output_positions - 1,
     }
 
 
@@ -111,7 +119,7 @@ def _ffn(spec, block) -> None:
 
 def build_spec(model, tokens: list[str], max_positions: int):
     """The CTranslate2 TransformerSpec of a built t2t_lite Transformer, vocabulary registered."""
-    ct2 = _ctranslate2()
+    ct2 = library()
     hp = model.hparams
     pre_norm = hp.norm_position == "pre"
     if hp.position_coupling != "none":

@@ -13,8 +13,10 @@ def main(argv):
     del argv
     logging.set_verbosity(logging.INFO)
     from t2t_lite.decoding import runner
+    from t2t_lite.export import ctranslate2_engine
 
-    cli.run("t2t-decode", lambda: runner.run(config_flags.build(DecodeOptions)))
+    engines = {"ctranslate2": ctranslate2_engine.from_run}
+    cli.run("t2t-decode", lambda: runner.run(config_flags.build(DecodeOptions), engines=engines))
 
 
 def run() -> None:
