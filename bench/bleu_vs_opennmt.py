@@ -49,6 +49,16 @@ flags.DEFINE_integer("steps", 100000, "Training steps (the budget unless --minut
 flags.DEFINE_float("minutes", 0.0, "Wall-time budget per toolkit (0: steps only).")
 flags.DEFINE_integer("beam_size", 4, "Beam size of the test decode.")
 flags.DEFINE_float("alpha", 0.6, "GNMT length penalty of the test decode.")
+flags.DEFINE_integer("seed", 1, "Both toolkits' random seed.")
+flags.DEFINE_integer(
+    "save_every", 250, "Checkpoint cadence (steps) of both: the equal-steps point."
+)
+flags.DEFINE_integer(
+    "eval_every",
+    0,
+    "t2t_lite's dev loss and greedy dev BLEU every N steps (0: none; the "
+    "evaluations count against its --minutes budget, OpenNMT-py validates never).",
+)
 flags.mark_flags_as_required(["train", "dev", "test", "work_dir"])
 
 PROBLEM = "translate_from_files"
@@ -116,8 +126,9 @@ def write_onmt_config(work: str, files: dict[str, str]) -> str:
         },
         "save_model": os.path.join(work, "onmt_model", "model"),
         # OpenNMT-py saves nothing on SIGTERM: under --minutes its newest checkpoint is
-        # at most this many steps behind the budget's end.
-        "save_checkpoint_steps": 250, "keep_checkpoint": 1, "seed": 1,
+        # at most save_every steps behind the budget's end. Every checkpoint is kept:
+        # the equal-steps decode reads the one both toolkits reached.
+        "save_checkpoint_steps": FLAGS.save_every, "keep_checkpoint": -1, "seed": FLAGS.seed,
         "train_steps": FLAGS.steps, "valid_steps": 1000000, "report_every": 100,
         "encoder_type": "transformer", "decoder_type": "transformer",
         "enc_layers": FLAGS.layers, "dec_layers": FLAGS.layers,
@@ -160,8 +171,10 @@ def main(argv):
         _t2t("t2t-train"), f"--problem={PROBLEM}", "--model=transformer",
         "--hparams_set=transformer_tiny", f"--hparams={hparams}", f"--data_dir={data_dir}",
         f"--output_dir={run_dir}", f"--train_steps={FLAGS.steps}",
-        f"--train_minutes={FLAGS.minutes}", "--local_eval_frequency=1000000",
-        "--eval_bleu_examples=0",
+        f"--train_minutes={FLAGS.minutes}", f"--random_seed={FLAGS.seed}",
+        f"--local_eval_frequency={FLAGS.eval_every or 1000000}",
+        f"--eval_bleu_examples={300 if FLAGS.eval_every else 0}",
+        f"--save_checkpoints_steps={FLAGS.save_every}", "--keep_checkpoint_max=1000",
     ]  # fmt: skip
     jobs = {"t2t_lite": _run(t2t_command, os.path.join(work, "t2t_train.log"), 0)}
     if FLAGS.onmt_python:
@@ -181,23 +194,56 @@ def main(argv):
     if jobs["t2t_lite"][0].returncode != 0:
         raise SystemExit(f"t2t-train failed; see {work}/t2t_train.log")
     references = _lines(FLAGS.test[1])
-    result = {"benchmark": "bleu_vs_opennmt", "machine": common.machine(), "sides": {}}
-    out = os.path.join(work, "t2t_test.out")
+    result = {"benchmark": "bleu_vs_opennmt", "machine": common.machine(), "seed": FLAGS.seed}
+    steps = {"t2t_lite": _t2t_steps(run_dir)}
+    if FLAGS.onmt_python:
+        steps["opennmt_py"] = _onmt_steps(work)
+    # Each one's newest checkpoint (the budget's end: equal time under --minutes), and
+    # the newest step both saved (equal steps), where the two differ.
+    points = {"budget": {name: max(saved) for name, saved in steps.items()}}
+    common_steps = set.intersection(*(set(saved) for saved in steps.values()))
+    if len(steps) > 1 and common_steps and len(set(points["budget"].values())) > 1:
+        points["equal_steps"] = {name: max(common_steps) for name in steps}
+    for point, at in points.items():
+        sides = {"t2t_lite": _t2t_side(run_dir, at["t2t_lite"], references, seconds, point)}
+        if FLAGS.onmt_python:
+            sides["opennmt_py"] = _onmt_side(work, files, references, seconds, at["opennmt_py"])
+        result[point] = sides
+        if "opennmt_py" in sides:
+            result[point]["bleu_t2t_over_opennmt"] = round(
+                sides["t2t_lite"]["bleu"] - sides["opennmt_py"]["bleu"], 2
+            )
+    print(json.dumps(result))
+
+
+def _t2t_steps(run_dir: str) -> list[int]:
+    import glob
+    import re
+
+    found = glob.glob(os.path.join(run_dir, "model.ckpt-*.index"))
+    return sorted(int(re.search(r"-(\d+)\.index$", path).group(1)) for path in found)
+
+
+def _onmt_steps(work: str) -> list[int]:
+    import glob
+    import re
+
+    found = glob.glob(os.path.join(work, "onmt_model", "model_step_*.pt"))
+    if not found:
+        raise ValueError(f"OpenNMT-py wrote no checkpoint; see {work}/onmt_train.log")
+    return sorted(int(re.search(r"_(\d+)\.pt$", path).group(1)) for path in found)
+
+
+def _t2t_side(run_dir: str, step: int, references: list[str], seconds: dict, point: str):
+    out = os.path.join(os.path.dirname(run_dir), f"t2t_test.{point}.out")
     subprocess.run(
         [_t2t("t2t-decode"), f"--output_dir={run_dir}", f"--decode_from_file={FLAGS.test[0]}",
-         f"--decode_to_file={out}",
+         f"--decode_to_file={out}", f"--checkpoint_path={run_dir}/model.ckpt-{step}",
          f"--decode_hparams=beam_size={FLAGS.beam_size},alpha={FLAGS.alpha}"],
         check=True, capture_output=True,
     )  # fmt: skip
-    result["sides"]["t2t_lite"] = _scores(out, references, run_dir, seconds["t2t_lite"])
-    if FLAGS.onmt_python:
-        result["sides"]["opennmt_py"] = _onmt_side(work, files, references, seconds)
-    result["bleu_t2t_over_opennmt"] = (
-        round(result["sides"]["t2t_lite"]["bleu"] - result["sides"]["opennmt_py"]["bleu"], 2)
-        if "opennmt_py" in result["sides"]
-        else None
-    )
-    print(json.dumps(result))
+    hypotheses = [line.split("\t")[0] for line in _lines(out)][: len(references)]
+    return _scores(hypotheses, references, step, seconds["t2t_lite"])
 
 
 def _lines(path: str) -> list[str]:
@@ -206,12 +252,9 @@ def _lines(path: str) -> list[str]:
     return lines[:-1] if lines and lines[-1] == "" else lines
 
 
-def _scores(output: str, references: list[str], run_dir: str, seconds: float) -> dict:
+def _scores(hypotheses: list[str], references: list[str], step: int, seconds: float) -> dict:
     import sacrebleu
 
-    hypotheses = [line.split("\t")[0] for line in _lines(output)][: len(references)]
-    with open(os.path.join(run_dir, "metrics.json"), encoding="utf-8") as f:
-        step = json.load(f)["step"]
     tokens = step * FLAGS.batch_tokens  # batch tokens, padding included, as OpenNMT counts
     return {
         "bleu": round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2),
@@ -222,25 +265,15 @@ def _scores(output: str, references: list[str], run_dir: str, seconds: float) ->
     }
 
 
-def _onmt_side(work: str, files: dict, references: list[str], seconds: dict) -> dict:
-    """Decodes the test file with OpenNMT-py's newest checkpoint and scores it."""
-    import glob
-    import re
-
-    import sacrebleu
-
+def _onmt_side(work: str, files: dict, references: list[str], seconds: dict, step: int) -> dict:
+    """Decodes the test file with OpenNMT-py's checkpoint of `step` and scores it."""
     from t2t_lite.data import subword
 
-    checkpoints = sorted(
-        glob.glob(os.path.join(work, "onmt_model", "model_step_*.pt")),
-        key=lambda p: int(re.search(r"_(\d+)\.pt$", p).group(1)),
-    )
-    if not checkpoints:
-        raise ValueError(f"OpenNMT-py wrote no checkpoint; see {work}/onmt_train.log")
-    output = os.path.join(work, "onmt_test.ids")
+    checkpoint = os.path.join(work, "onmt_model", f"model_step_{step}.pt")
+    output = os.path.join(work, f"onmt_test.{step}.ids")
     translate = os.path.join(os.path.dirname(FLAGS.onmt_python), "onmt_translate")
     subprocess.run(
-        [translate, "-model", checkpoints[-1], "-src", files["test.src"], "-output", output,
+        [translate, "-model", checkpoint, "-src", files["test.src"], "-output", output,
          "-beam_size", str(FLAGS.beam_size), "-length_penalty", "wu", "-alpha", str(FLAGS.alpha),
          "-batch_size", "32"],
         check=True, capture_output=True,
@@ -253,15 +286,7 @@ def _onmt_side(work: str, files: dict, references: list[str], seconds: dict) -> 
     for line in _lines(output)[: len(references)]:
         ids = [int(t) for t in line.split() if t.isdigit()]
         hypotheses.append(tokenizer.decode(ids))
-    step = int(re.search(r"_(\d+)\.pt$", checkpoints[-1]).group(1))
-    wall = seconds["opennmt_py"]
-    return {
-        "bleu": round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2),
-        "chrf": round(sacrebleu.corpus_chrf(hypotheses, [references]).score, 2),
-        "steps": step,
-        "wall_seconds": wall,
-        "batch_tokens_per_sec": round(step * FLAGS.batch_tokens / max(wall, 1e-9), 1),
-    }
+    return _scores(hypotheses, references, step, seconds["opennmt_py"])
 
 
 if __name__ == "__main__":
