@@ -160,6 +160,25 @@ def test_search_is_traced_once_per_padded_shape(copy_run):
     assert [h[0][0] for h in first + second] == [h[0][0] for h in alone]
 
 
+def test_a_long_decode_logs_progress_with_an_estimate(copy_run, monkeypatch, caplog):
+    """Lines due at every batch (EVERY_S 0): 7 inputs in batches of 2; the rate
+    starts after the first batch, so lines follow batches 2, 3 and 4 (6 of the
+    7 inputs done: an estimate; then all: none)."""
+    from t2t_lite import progress
+
+    _, run_dir = copy_run
+    _, model, _ = run_dir_lib.open_run(run_dir)
+    monkeypatch.setattr(progress, "EVERY_S", 0.0)
+    inputs = [[2], [3, 4], [2, 2, 2], [5, 4, 3], [4], [2, 3], [3]]
+    with caplog.at_level("INFO"):
+        runner.make_decoder(model, "batch_size=2").decode_ids(inputs, "in.txt")
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("decoding")]
+    assert [line.split(" lines")[0] for line in lines] == [
+        "decoding in.txt: 4/7", "decoding in.txt: 6/7", "decoding in.txt: 7/7"
+    ]  # fmt: skip
+    assert "eta=" in lines[1] and "eta=" not in lines[2]
+
+
 def test_binary_decodes_an_eval_split_with_metrics(copy_run):
     data_dir, run_dir = copy_run
     result = run_decode(f"--output_dir={run_dir}", f"--data_dir={data_dir}", "--max_examples=10")

@@ -294,57 +294,18 @@ def test_t2t_datagen_takes_the_files_by_flag(tmp_path):
 
 def test_datagen_logs_its_true_encoding_rate(tmp_path, monkeypatch, caplog):
     """A clock that advances one second per reading: the 50 training pairs (one
-    batch) are encoded one second after the encoder's start: 50 pairs/s."""
-    from t2t_lite.data import text_problem
+    batch) are encoded one second after the encoder's first reading: 50 pairs/s,
+    and with the total known, 100% and no time left."""
+    from t2t_lite import progress
 
     write_corpus(tmp_path)
     prob, data_dir, _ = generate(tmp_path)
     ticks = iter(range(10**6, 10**6 + 100))  # far from any index into the batch
-    monkeypatch.setattr(text_problem.time, "perf_counter", lambda: float(next(ticks)))
-    monkeypatch.setattr(text_problem, "PROGRESS_EVERY_S", 0.5)
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: float(next(ticks)))
+    monkeypatch.setattr(progress, "EVERY_S", 0.5)
     with caplog.at_level("INFO"):
         examples = list(prob._encode(prob._clean_pairs(data_dir, "train"), "train"))
+        assert len(list(prob._encode(prob._clean_pairs(data_dir, "train"), "train", 50))) == 50
     assert len(examples) == 50
-    assert "train: 50 pairs encoded, 50 pairs/s." in caplog.text
-
-
-def test_a_line_too_long_for_any_pair_is_dropped_before_tokenization(tmp_path, caplog):
-    """No piece is longer than the vocabulary's longest token, so a line of more
-    characters than max_sequence_length times that cannot fit: it is counted
-    with the over-long pairs and never tokenized."""
-    sources, targets = write_corpus(tmp_path)
-    huge = "Hund " * 40_000  # 200,000 characters
-    (tmp_path / "train.de").write_text("\n".join([*sources, huge]) + "\n", encoding="utf-8")
-    (tmp_path / "train.en").write_text("\n".join([*targets, "dog"]) + "\n", encoding="utf-8")
-    seen = []
-    from t2t_lite.data import text_problem
-
-    batches = text_problem._batches
-    text_problem_batches = lambda items, size: (
-        seen.append(max(len(s) for s, _, _ in b)) or b for b in batches(items, size)
-    )
-    with pytest.MonkeyPatch.context() as patch, caplog.at_level("INFO"):
-        patch.setattr(text_problem, "_batches", text_problem_batches)
-        _, _, counts = generate(tmp_path)
-    assert counts["train"] == 50
-    assert "train: dropped 1 pair(s) longer than 256 subwords" in caplog.text
-    assert max(seen) < 1000  # the long line never reached the tokenizer
-
-
-def test_a_failed_datagen_leaves_nothing_it_made(tmp_path):
-    """A bad line in the dev file fails datagen after the vocabulary and the train
-    shards were written: none of them, nor the files.json, is left."""
-    from t2t_lite.problems import datagen
-
-    write_corpus(tmp_path)
-    (tmp_path / "dev.tsv").write_text("ein Hund\ta dog\nno tab\n", encoding="utf-8")
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "notes.txt").write_text("the user's own file")
-    with pytest.raises(ValueError, match="dev.tsv:2: expected source<TAB>target"):
-        datagen.generate(
-            "translate_from_files", str(data), 1,
-            [str(tmp_path / "train.de"), str(tmp_path / "train.en")], [str(tmp_path / "dev.tsv")],
-            200,
-        )  # fmt: skip
-    assert sorted(p.name for p in data.iterdir()) == ["notes.txt"]
+    assert "train: encoding: 50 pairs, 50.0 pairs/s" in caplog.text
+    assert "train: encoding: 50/50 pairs (100%), 50.0 pairs/s\n" in caplog.text + "\n"

@@ -18,11 +18,10 @@ from collections.abc import Iterable, Iterator
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite import sequences
+from t2t_lite import progress, sequences
 from t2t_lite.data import graph_tokenizer, problem, subword, tfrecord
 
 ENCODE_BATCH = 2048  # pairs per tokenizer call
-PROGRESS_EVERY_S = 30.0
 
 
 class Text2TextProblem(problem.Problem):
@@ -122,7 +121,8 @@ class Text2TextProblem(problem.Problem):
         learned = time.perf_counter()
         counts = {}
         for split in sorted(self.splits):
-            examples = self._encode(self._clean_pairs(data_dir, split), split)
+            known = total if split == problem.TRAIN else None  # counted by the sample pass
+            examples = self._encode(self._clean_pairs(data_dir, split), split, known)
             shuffle_seed = seed if split == problem.TRAIN else None
             paths = self.filepaths(data_dir, split)
             counts[split] = tfrecord.write_shards(examples, paths, shuffle_seed)
@@ -168,10 +168,14 @@ class Text2TextProblem(problem.Problem):
         if empty:
             logging.info("%s %s: skipped %d pair(s) with an empty side.", self.name, split, empty)
 
-    def _encode(self, pairs, split: str) -> Iterator[dict[str, list[int]]]:
-        """Pairs -> examples, tokenized ENCODE_BATCH pairs at a time in one graph call."""
+    def _encode(
+        self, pairs, split: str, total: int | None = None
+    ) -> Iterator[dict[str, list[int]]]:
+        """Pairs -> examples, tokenized ENCODE_BATCH pairs at a time in one graph call
+        (progress lines with an estimate when the `total` number of pairs is known)."""
         too_long = done = 0
-        start = last_log = time.perf_counter()
+        shown = progress.Progress(f"{self.name} {split}: encoding", total, "pairs")
+        shown.update(0)
         failure: list[Exception] = []  # raised here, not wrapped by tf.data
         # A line of more characters than this has more pieces than the limit (no
         # piece is longer than the vocabulary's longest token): it is dropped
@@ -221,13 +225,7 @@ class Text2TextProblem(problem.Problem):
                     "targets": sequences.with_eos(target_ids),
                 }
             done += n
-            now = time.perf_counter()
-            if now - last_log > PROGRESS_EVERY_S:
-                logging.info(
-                    "%s %s: %d pairs encoded, %.0f pairs/s.", self.name, split, done,
-                    done / (now - start),
-                )  # fmt: skip
-                last_log = now
+            shown.update(done)
         if failure:
             raise failure[0]
         too_long += skipped[0]

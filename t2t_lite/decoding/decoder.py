@@ -9,7 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_lite import hparams as hparams_lib
-from t2t_lite import sequences
+from t2t_lite import progress, sequences
 from t2t_lite.decoding import search
 
 
@@ -190,6 +190,8 @@ class Decoder:
         results: list = [None] * len(inputs)
         # A language model continues an empty prompt; a translation of nothing is nothing.
         decode_empty = not getattr(self.model, "has_encoder", True)
+        done = 0
+        shown = progress.Progress(f"decoding {source}", sum(1 for i in inputs if i or decode_empty))
         for indices, batch in self.batches(inputs, decode_empty):
             ids, scores = self.search(tf.constant(batch))
             ids, scores = ids.numpy(), scores.numpy()
@@ -198,6 +200,8 @@ class Decoder:
                     (sequences.until_eos(ids[row, k]), float(scores[row, k]))
                     for k in range(self.hp.num_outputs)
                 ]
+            done += len(indices)
+            shown.update(done)  # the rate from the first batch on (after tracing)
         for index in range(len(inputs)):
             if results[index] is None:
                 results[index] = [([], 0.0)]

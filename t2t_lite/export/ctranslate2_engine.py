@@ -23,7 +23,7 @@ import tempfile
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite import experiment, files, sequences
+from t2t_lite import experiment, files, progress, sequences
 from t2t_lite.decoding import decoder as decoder_lib
 from t2t_lite.export import ctranslate2_model
 
@@ -89,7 +89,9 @@ class Ctranslate2Decoder:
         options = ctranslate2_model.translate_options(self.hp)
         if self.hp.beam_size == 1:  # greedy: the same tokens; scores as plain sums
             options["length_penalty"] = 0.0
+        shown = progress.Progress(f"decoding {source}", len(order))
         for start in range(0, len(order), self.hp.batch_size):
+            shown.update(start)
             chunk = order[start : start + self.hp.batch_size]
             batch = [[self.tokens[i] for i in fitted[index]] for index in chunk]
             answers = self.translator.translate_batch(

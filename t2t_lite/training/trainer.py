@@ -8,7 +8,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite import checkpoints, cli, files, run_dir
+from t2t_lite import checkpoints, cli, files, progress, run_dir
 from t2t_lite import experiment as experiment_lib
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
@@ -302,10 +302,7 @@ class _Window:
         seconds = (self.last_step - self.step) / rate
         if budget_left_s is not None:
             seconds = min(seconds, max(budget_left_s, 0.0))
-        minutes = round(seconds / 60)
-        return (
-            f" eta={minutes // 60}h{minutes % 60:02d}m" if seconds >= 60 else f" eta={seconds:.0f}s"
-        )
+        return f" eta={progress.duration(seconds)}"
 
 
 def train(
