@@ -1,5 +1,8 @@
-"""t2t-compare: train models on algorithmic, Learning to Execute or bAbI problems;
-print a table beside the UT paper's (t2t_lite.reproduction.comparison.compare).
+"""t2t-compare: train models on algorithmic, Learning to Execute, bAbI or translation
+problems; print a table beside the papers' (t2t_lite.reproduction.comparison.compare).
+
+Translation rows (--models=table3, table7 or their rows) print the Transformer
+paper's Table 3 or the UT paper's Table 7 (reproduction/translation.py).
 
 bAbI problems get Table 1's form (error per task, failed tasks) and, for the
 adaptive UT, ponder maps of one story per task in <run_dir>/ponder/.
@@ -51,6 +54,17 @@ flags.DEFINE_integer(
     "Also decode this many test examples greedily (< 0: all) and print their accuracy "
     "beside the teacher-forced one (0: not).",
 )
+flags.DEFINE_integer(
+    "save_checkpoints_steps",
+    0,
+    "Also checkpoint every N steps, apart from evaluation (0: with each evaluation); "
+    "an averaged translation row averages the last 5.",
+)
+flags.DEFINE_string(
+    "bleu_split",
+    "dev",
+    "Translation rows: the split scored (perplexity, BLEU); choose on dev, report test once.",
+)
 flags.mark_flags_as_required(["data_dir", "output_dir"])
 
 
@@ -65,11 +79,12 @@ def main(argv):
             local_eval_frequency=FLAGS.local_eval_frequency,
             random_seed=FLAGS.random_seed,
             train_minutes=FLAGS.train_minutes,
+            save_checkpoints_steps=FLAGS.save_checkpoints_steps,
         )
         print(
             comparison.compare(
                 FLAGS.output_dir, FLAGS.models, FLAGS.problems, FLAGS.data_dir, config,
-                FLAGS.seeds, FLAGS.hparams, FLAGS.greedy_examples,
+                FLAGS.seeds, FLAGS.hparams, FLAGS.greedy_examples, FLAGS.bleu_split,
             )
         )  # fmt: skip
 

@@ -15,7 +15,7 @@ from absl import logging
 
 from t2t_lite import experiment, files
 from t2t_lite.data import problem as problem_lib
-from t2t_lite.reproduction import babi_report, greedy, seed_stats
+from t2t_lite.reproduction import babi_report, greedy, seed_stats, translation
 from t2t_lite.reproduction.entries import (
     ENTRIES,
     Entry,
@@ -59,6 +59,7 @@ def run(
     config: trainer.TrainConfig,
     seeds: list[int] | None = None,
     hparams: str = "",
+    names: dict[Entry, str] | None = None,
 ) -> list[dict]:
     """Trains each entry on each problem with each seed (resuming finished runs) -> rows.
 
@@ -67,10 +68,11 @@ def run(
     metrics; several put each seed's runs under <output_dir>/seed<k>/ and a
     row's "results" and "run_dirs" are lists, one per seed (tables print
     their median and range: `seed_stats`). hparams: overrides for every run,
-    after each entry's own (e.g. "max_length=128").
+    after each entry's own (e.g. "max_length=128"). names: the run directory's
+    name of each entry (default: its key in ENTRIES).
     """
     seeds = list(seeds or [config.random_seed])
-    keys = {entry: key for key, entry in ENTRIES.items()}
+    keys = names or {entry: key for key, entry in ENTRIES.items()}
     experiments = [
         (
             problem,
@@ -122,9 +124,13 @@ def compare(
     seeds: list[str] | None = None,
     hparams: str = "",
     greedy_examples: int = 0,
+    bleu_split: str = "dev",
 ) -> str:
     """t2t-compare: trains every model on every problem into output_dir; writes
     table.md there (and pictures) and returns its markdown.
+
+    Translation rows (`translation.ROWS`, or "table3" / "table7") get their
+    tables instead: perplexity and BLEU on `bleu_split` beside the papers'.
 
     models: names of ENTRIES; seeds: --seeds texts. bAbI problems get Table 1's
     form and, per run, ponder maps in <run_dir>/ponder/; the others Table 4-6's
@@ -132,8 +138,12 @@ def compare(
     greedy-decoded accuracy of that many test examples (< 0: all) beside the
     teacher-forced one.
     """
-    entries = parse_entries(models)
     seed_list = parse_seeds(seeds or [])
+    if translation.is_translation(models):
+        return compare_translation(
+            output_dir, models, problems, data_dir, config, seed_list, hparams, bleu_split
+        )
+    entries = parse_entries(models)
     babi = babi_problems(problems)
     config = dataclasses.replace(config, eval_steps=EVAL_STEPS)
     rows = run(problems, entries, data_dir, output_dir, config, seed_list, hparams)
@@ -148,6 +158,42 @@ def compare(
             add_greedy(rows, data_dir, greedy_examples)
         table = markdown_table(rows)
         write_plots(rows, output_dir)
+    files.write_atomically(os.path.join(output_dir, "table.md"), table + "\n")
+    return table
+
+
+def compare_translation(
+    output_dir: str,
+    models: list[str],
+    problems: list[str],
+    data_dir: str,
+    config: trainer.TrainConfig,
+    seeds: list[int] | None,
+    hparams: str,
+    split: str,
+) -> str:
+    """Table 3 / Table 7 rows on one translation problem -> table.md's markdown."""
+    if len(problems) != 1 or not problem_lib.get(problems[0]).reports_bleu:
+        raise ValueError(
+            f"--models={','.join(models)}: translation rows take one text problem that "
+            f"reports BLEU (e.g. translate_gettext), not {','.join(problems)}"
+        )
+    keys = translation.parse_rows(models)
+    unknown = [key for key in keys if key not in translation.ROWS]
+    if unknown:
+        raise ValueError(
+            f"--models: unknown {unknown}; translation rows: {', '.join(translation.ROWS)}, "
+            f"or all of {' / '.join(translation.TABLES)}"
+        )
+    # Every run keeps the checkpoints an averaged row reads.
+    keep = max(config.keep_checkpoint_max, translation.AVERAGE_LAST)
+    config = dataclasses.replace(config, eval_steps=EVAL_STEPS, keep_checkpoint_max=keep)
+    trained = translation.training_entries(keys)
+    names = {entry: key for key, entry in trained.items()}
+    rows = run(problems, list(trained.values()), data_dir, output_dir, config, seeds,
+               hparams, names)  # fmt: skip
+    by_key = {names[row["entry"]]: row for row in rows}
+    table = translation.markdown(translation.table_rows(keys, by_key, data_dir, split), split)
     files.write_atomically(os.path.join(output_dir, "table.md"), table + "\n")
     return table
 

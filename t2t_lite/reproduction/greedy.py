@@ -1,4 +1,4 @@
-"""Greedy decoding of a comparison run's long split, beside its teacher-forced figures.
+"""Decoding a comparison run's split (greedy by default), beside its teacher-forced figures.
 
 The UT paper reports teacher-forced accuracies (each position is given the
 true prefix); a decode that feeds back its own outputs must also stop in the
@@ -15,39 +15,53 @@ import tensorflow as tf
 from t2t_lite import files, run_dir
 from t2t_lite.decoding import runner
 
-# <run_dir>/greedy_<split>.json: char_accuracy, sequence_accuracy, examples and
-# what they came from (KEY_FIELDS).
-RESULT_FILE = "greedy_{split}.json"
+# <run_dir>/<name>_<split>.json: char_accuracy, sequence_accuracy, examples
+# (bleu for text problems) and what they came from (KEY_FIELDS).
+RESULT_FILE = "{name}_{split}.json"
 # A kept result is reused only when all of these match the request.
-KEY_FIELDS = ("checkpoint", "checkpoint_written", "data_dir", "max_examples")
+KEY_FIELDS = ("checkpoint", "checkpoint_written", "data_dir", "max_examples", "decode_hparams")
+GREEDY = "beam_size=1"
 
 
-def evaluate(run_directory: str, data_dir: str, split: str, max_examples: int) -> dict:
-    """Greedy char and sequence accuracy of the run's newest checkpoint on the first
-    `max_examples` of data_dir's `split` (all when < 0), computed once per
-    checkpoint (its name and when its index was written) and data dir."""
-    path = os.path.join(run_directory, RESULT_FILE.format(split=split))
-    newest = run_dir.resolve_checkpoint(run_directory)
-    key = _key(newest, data_dir, max_examples)
+def evaluate(
+    run_directory: str,
+    data_dir: str,
+    split: str,
+    max_examples: int,
+    decode_hparams: str = GREEDY,
+    checkpoint_path: str = "",
+    name: str = "greedy",
+) -> dict:
+    """Decoded char and sequence accuracy (and BLEU, text problems) of the run's
+    newest checkpoint (or `checkpoint_path`, e.g. an average) on the first
+    `max_examples` of data_dir's `split` (all when < 0), with `decode_hparams`
+    (default greedy); kept in <run>/<name>_<split>.json and computed again only
+    for another checkpoint (its name and when its index was written), data
+    dir, example count or decode setting."""
+    path = os.path.join(run_directory, RESULT_FILE.format(name=name, split=split))
+    chosen = run_dir.resolve_checkpoint(run_directory, checkpoint_path)
+    key = _key(chosen, data_dir, max_examples, decode_hparams)
     if tf.io.gfile.exists(path):
         kept = json.loads(files.read_text(path))
-        if all(kept.get(name) == key[name] for name in KEY_FIELDS):
+        if all(kept.get(field) == key[field] for field in KEY_FIELDS):
             return kept
-    problem, model, checkpoint = run_dir.open_run(run_directory, newest)
-    decoder = runner.make_decoder(model, "beam_size=1")
+    problem, model, checkpoint = run_dir.open_run(run_directory, chosen)
+    decoder = runner.make_decoder(model, decode_hparams)
     metrics = runner.decode_split(decoder, problem, data_dir, split, max_examples)
-    metrics.update(_key(checkpoint, data_dir, max_examples))
+    metrics.update(_key(checkpoint, data_dir, max_examples, decode_hparams))
     files.write_atomically(path, files.strict_json(metrics))
     return metrics
 
 
-def _key(checkpoint: str, data_dir: str, max_examples: int) -> dict:
-    """What a greedy result depends on: the checkpoint (a retrained run reuses its
-    names, not its index's write time), the data dir and the example count."""
+def _key(checkpoint: str, data_dir: str, max_examples: int, decode_hparams: str) -> dict:
+    """What a decoded result depends on: the checkpoint (a retrained run reuses its
+    names, not its index's write time), the data dir, the example count and the
+    decode setting."""
     written = tf.io.gfile.stat(checkpoint + ".index").mtime_nsec
     return {
         "checkpoint": os.path.basename(checkpoint),
         "checkpoint_written": written,
         "data_dir": files.absolute(data_dir),
         "max_examples": max_examples,
+        "decode_hparams": decode_hparams,
     }

@@ -1,0 +1,190 @@
+"""Translation tables: the Transformer paper's Table 3 and the UT paper's Table 7.
+
+A row is a variation of one base recipe (a small Transformer; the paper's
+base is N=6, d=512, h=8, ff=2048): the same change, scaled to the base, with
+the paper's figures beside it. Rows that change only decoding (greedy instead
+of beam 4, the average of the last 5 checkpoints instead of the last one)
+reuse the runs of the row they decode (`trains_as`). Each run is scored on a
+split of the problem (dev by default; test once, for the final rows): its
+perplexity (final evaluation, the model's distribution without label
+smoothing, per subword) and sacrebleu's BLEU of the detokenized decodes.
+
+  t2t-compare --problems=translate_gettext --models=table3 --seeds=1,2,3 \\
+      --train_steps=3000 --data_dir=D --output_dir=O
+"""
+
+import dataclasses
+
+from t2t_lite.reproduction import greedy, seed_stats
+from t2t_lite.reproduction.entries import Entry
+from t2t_lite.training import averaging
+
+BEAM = "beam_size=4,alpha=0.6"  # the paper's decoding
+AVERAGE_LAST = 5  # the paper's base models: the average of the last 5 checkpoints
+# The base recipe: transformer_tiny (N=2, d=128, h=4, ff=512, dropout 0.1,
+# label smoothing 0.1) with a warmup its CPU budget leaves (docs/translation.md).
+BASE_SET = "transformer_tiny"
+BASE = "learning_rate_warmup_steps=800"
+# A UT of the base's parameter count (8k vocabulary): one shared block per stack
+# at d=156, ff=624 against two layers at d=128, ff=512 (1.93M against 1.94M).
+UT_EQUAL = f"{BASE},hidden_size=156,filter_size=624,num_rec_steps=4"
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One table row: a variation of the base, and the paper's (perplexity, BLEU)."""
+
+    group: str
+    label: str
+    hparams: str = ""  # the row's overrides, after BASE
+    paper: tuple[float | None, float | None] = (None, None)
+    model: str = "transformer"
+    hparams_set: str = BASE_SET
+    decode: str = BEAM
+    average: int = 0  # decode the average of the last N checkpoints (0: the last one)
+    trains_as: str = ""  # decode the runs of that row instead of training new ones
+
+    def entry(self) -> Entry:
+        return Entry(self.label, self.model, self.hparams_set, "transformer", self.hparams)
+
+
+# The Transformer paper, Table 3 (newstest2013 dev perplexity and BLEU), each
+# row at this base's scale: 4x heads is 16 (the paper's 32 against 8), fewer and
+# more layers 1 and 4 (the paper's 2 and 8 against 6), half and double width.
+TABLE3 = {
+    "t3_base": Row("base", "base (N=2, d=128, h=4, ff=512)", BASE, (4.92, 25.8)),
+    "t3_heads1": Row("A", "1 head (d_k=128)", f"{BASE},num_heads=1", (5.29, 24.9)),
+    "t3_heads16": Row("A", "16 heads (d_k=8)", f"{BASE},num_heads=16", (5.01, 25.4)),
+    "t3_layers1": Row("C", "N=1", f"{BASE},num_hidden_layers=1", (6.11, 23.7)),
+    "t3_layers4": Row("C", "N=4", f"{BASE},num_hidden_layers=4", (4.88, 25.5)),
+    "t3_width64": Row("C", "d=64 (d_k=16)", f"{BASE},hidden_size=64", (5.75, 24.5)),
+    "t3_width256": Row("C", "d=256 (d_k=64)", f"{BASE},hidden_size=256", (4.66, 26.0)),
+    "t3_dropout0": Row(
+        "D",
+        "dropout 0",
+        f"{BASE},layer_prepostprocess_dropout=0,attention_dropout=0,relu_dropout=0",
+        (5.77, 24.6),
+    ),
+    "t3_smoothing0": Row("D", "label smoothing 0", f"{BASE},label_smoothing=0", (4.67, 25.3)),
+    "t3_greedy": Row(
+        "recipe",
+        "greedy (base: beam 4, alpha 0.6)",
+        BASE,
+        decode="beam_size=1",
+        trains_as="t3_base",
+    ),
+    "t3_average5": Row(
+        "recipe",
+        "average of the last 5 checkpoints",
+        BASE,
+        average=AVERAGE_LAST,
+        trains_as="t3_base",
+    ),
+}
+# The UT paper, Table 7 (WMT14 En-De test BLEU): Transformer base 28.0, UT base
+# 28.9 at the same number of parameters. Compare these at equal training time
+# (t2t-compare --train_minutes).
+TABLE7 = {
+    "t7_transformer": Row("7", "Transformer (base)", BASE, (None, 28.0)),
+    "t7_ut": Row(
+        "7",
+        "UT, 4 steps, equal parameters",
+        UT_EQUAL,
+        (None, 28.9),
+        "universal_transformer",
+        "universal_transformer_tiny",
+    ),
+    "t7_ut_act": Row(
+        "7",
+        "UT + ACT (at most 8 steps), equal parameters",
+        f"{UT_EQUAL},act_max_steps=8",
+        (None, None),
+        "universal_transformer",
+        "adaptive_universal_transformer_tiny",
+    ),
+}
+ROWS = {**TABLE3, **TABLE7}
+TABLES = {"table3": list(TABLE3), "table7": list(TABLE7)}
+
+
+def is_translation(models: list[str]) -> bool:
+    """Whether --models names translation rows (or tables); mixing kinds is an error."""
+    kinds = {name in TABLES or name.startswith(("t3_", "t7_")) for name in models}
+    if len(kinds) > 1:
+        raise ValueError("--models: compare translation rows and other models separately")
+    return kinds == {True}
+
+
+def parse_rows(models: list[str]) -> list[str]:
+    """--models names (rows, or "table3" / "table7" for all of one) -> row keys, in order."""
+    keys = []
+    for name in models:
+        for key in TABLES.get(name, [name]):
+            if key not in keys:
+                keys.append(key)
+    return keys
+
+
+def training_entries(keys: list[str]) -> dict[str, Entry]:
+    """The runs the rows need: one per row that trains (a decode-only row's own
+    training row is added when it is not asked for)."""
+    trained = {}
+    for key in keys:
+        source = ROWS[key].trains_as or key
+        trained[source] = ROWS[source].entry()
+    return trained
+
+
+def score(row: Row, run_dir: str, data_dir: str, split: str) -> dict:
+    """BLEU (and accuracies) of one run's decodes of `split` with the row's decoding."""
+    checkpoint = ""
+    if row.average:
+        checkpoint = averaging.run(run_dir, row.average, [])
+    name = f"bleu_{'avg' if row.average else 'last'}_{row.decode.replace(',', '_')}"
+    return greedy.evaluate(run_dir, data_dir, split, -1, row.decode, checkpoint, name)
+
+
+def parameters(run_dir: str) -> int:
+    """The trained model's parameter count (embeddings included)."""
+    from t2t_lite import run_dir as run_dir_lib
+
+    _, model, _ = run_dir_lib.open_run(run_dir)
+    return int(sum(v.shape.num_elements() for v in model.trainable_variables))
+
+
+def table_rows(keys: list[str], trained: dict[str, dict], data_dir: str, split: str) -> list:
+    """Per row key: (row, [(seed, run dir, perplexity, bleu, params)]), from the trained
+    rows' comparison results (comparison.run's rows, by training key)."""
+    table = []
+    for key in keys:
+        row = ROWS[key]
+        source = trained[row.trains_as or key]
+        figures = []
+        for seed, run_dir, results in seed_stats.runs(source):
+            decoded = score(row, run_dir, data_dir, split)
+            perplexity = results.get(split, {}).get("perplexity")
+            figures.append((seed, run_dir, perplexity, decoded["bleu"], parameters(run_dir)))
+        table.append((row, figures))
+    return table
+
+
+def _paper(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def markdown(table: list, split: str) -> str:
+    """The rows beside the paper's: params, perplexity and BLEU, median [range] over seeds."""
+    lines = [
+        f"| group | variation | params | {split} PPL | {split} BLEU | paper PPL | paper BLEU |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for row, figures in table:
+        params = seed_stats.median([f[4] for f in figures])
+        ppl = [f[2] for f in figures if f[2] is not None]
+        ppl_text = "-" if not ppl or row.trains_as else seed_stats.spread(ppl)
+        bleu = seed_stats.spread([f[3] for f in figures], 1)
+        lines.append(
+            f"| {row.group} | {row.label} | {params / 1e6:.2f}M | {ppl_text} | {bleu} "
+            f"| {_paper(row.paper[0])} | {_paper(row.paper[1])} |"
+        )
+    return "\n".join(lines)

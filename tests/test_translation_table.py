@@ -1,0 +1,88 @@
+"""t2t-compare's translation rows: Table 3 / Table 7 at small scale."""
+
+import os
+
+import pytest
+import sacrebleu
+from test_text_problems import generate, write_corpus
+
+from t2t_lite import checkpoints, experiment, run_dir
+from t2t_lite.decoding import runner
+from t2t_lite.reproduction import comparison, translation
+from t2t_lite.training.config import TrainConfig
+
+SMALL = "hidden_size=16,filter_size=32,num_heads=2,num_hidden_layers=1,batch_size=512"
+
+
+def test_decode_only_rows_reuse_the_base_runs_and_bleu_is_sacrebleus_on_raw_text(tmp_path):
+    write_corpus(tmp_path)
+    _, data_dir, _ = generate(tmp_path)
+    out = str(tmp_path / "o")
+    config = TrainConfig(train_steps=6, local_eval_frequency=3, save_checkpoints_steps=1)
+    models = ["t3_base", "t3_greedy", "t3_average5"]
+    table = comparison.compare(
+        out, models, ["translate_from_files"], data_dir, config, hparams=SMALL
+    )
+    run = os.path.join(out, "translate_from_files", "t3_base")
+    # One training run; the greedy and averaged rows decode it.
+    assert sorted(os.listdir(os.path.join(out, "translate_from_files"))) == ["t3_base"]
+    assert os.path.exists(os.path.join(run, "averaged", "model.ckpt-6.index"))
+    lines = table.splitlines()
+    assert [line.split(" | ")[1] for line in lines[2:]] == [
+        translation.TABLE3[key].label for key in models
+    ]
+    assert lines[2].endswith("| 4.92 | 25.8 |")  # the paper's base row
+    assert lines[3].split(" | ")[3] == "-"  # a decode-only row has no perplexity of its own
+    # The greedy row's BLEU, recomputed: greedy decodes of the dev inputs against the
+    # dev file's own target text (not the model's detokenized ids).
+    problem, model, _ = run_dir.open_run(run)
+    pairs = [line.split("\t") for line in (tmp_path / "dev.tsv").read_text().splitlines()]
+    pairs = [p for p in pairs if len(p) == 2]
+    decoder = runner.make_decoder(model, "beam_size=1")
+    outputs = decoder.decode_ids([problem.encode_text(s) for s, _ in pairs])
+    hypotheses = [problem.decode_text(o[0][0]) for o in outputs]
+    expected = sacrebleu.corpus_bleu(hypotheses, [[t for _, t in pairs]]).score
+    assert lines[3].split(" | ")[4] == f"{expected:.1f}"
+    # A rerun reuses the run and its decodes.
+    kept = os.path.getmtime(os.path.join(run, "bleu_last_beam_size=1_dev.json"))
+    again = comparison.compare(
+        out, models, ["translate_from_files"], data_dir, config, hparams=SMALL
+    )
+    assert again == table
+    assert os.path.getmtime(os.path.join(run, "bleu_last_beam_size=1_dev.json")) == kept
+
+
+@pytest.mark.parametrize(
+    ("models", "problems", "said"),
+    [
+        (["t3_base", "transformer"], ["translate_from_files"], "separately"),
+        (["t3_base", "t3_heads3"], ["translate_from_files"], "unknown \\['t3_heads3'\\]"),
+        (["table3"], ["translate_from_files", "translate_gettext"], "one text problem"),
+        (["table7"], ["algorithmic_reverse_decimal20"], "one text problem"),
+    ],
+)
+def test_bad_translation_requests_are_one_line(models, problems, said, tmp_path):
+    with pytest.raises(ValueError, match=said):
+        comparison.compare(str(tmp_path), models, problems, str(tmp_path), TrainConfig())
+
+
+def test_tables_expand_in_order_and_a_decode_only_row_brings_its_training_row():
+    assert translation.parse_rows(["table7", "t7_ut"]) == list(translation.TABLE7)
+    assert list(translation.training_entries(["t3_average5"])) == ["t3_base"]
+    assert translation.training_entries(["t3_greedy", "t3_base"]).keys() == {"t3_base"}
+
+
+def _count(model_name, hparams_set, overrides, vocab_size=8000) -> int:
+    exp = experiment.Experiment.resolve(model_name, "translate_gettext", hparams_set, overrides)
+    model = exp.build_model(vocab_size)
+    checkpoints.build_model(model)
+    return sum(v.shape.num_elements() for v in model.trainable_variables)
+
+
+def test_the_table7_uts_have_the_base_transformers_parameter_count():
+    """'Equal parameters' holds within 1% on the corpus's 8k vocabulary."""
+    rows = translation.TABLE7
+    base = _count("transformer", rows["t7_transformer"].hparams_set, rows["t7_transformer"].hparams)
+    for key in ("t7_ut", "t7_ut_act"):
+        row = rows[key]
+        assert _count(row.model, row.hparams_set, row.hparams) == pytest.approx(base, rel=0.01)
