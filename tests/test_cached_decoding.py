@@ -32,6 +32,8 @@ MODELS = {
     "adaptive_ut_sepconv": lambda: ut_model(adaptive=True, transformer_ffn_type="sepconv"),
     "transformer_coupled": lambda: transformer_model(position_coupling="reverse"),
     "transformer_every_layer": lambda: transformer_model(position_every_layer=True),
+    "transformer_key_channels": lambda: transformer_model(attention_key_channels=8),
+    "ut_key_channels": lambda: ut_model(attention_key_channels=8),
     "transformer_coupled_every_layer": lambda: transformer_model(
         position_coupling="reverse", position_every_layer=True
     ),

@@ -70,3 +70,25 @@ def test_post_norm_output_is_normalized_and_pre_norm_is_residual():
     pre = transformer_layers.Residual("pre", 0.0)
     out = pre.apply(x, lambda y: tf.zeros_like(y))
     np.testing.assert_allclose(out, x)
+
+
+def test_attention_with_narrower_keys_against_numpy():
+    """attention_key_channels=4 of hidden 8, 2 heads: queries and keys of 2 per
+    head, values of 4; scores scaled by 1/sqrt(2). Checked against numpy."""
+    tf.random.set_seed(1)
+    layer = attention.MultiHeadAttention(8, 2, dropout=0.0, key_channels=4)
+    query, memory = tf.random.normal([1, 3, 8]), tf.random.normal([1, 5, 8])
+    out = layer(query, memory, tf.zeros([1, 1, 1, 5])).numpy()
+    assert layer.query.kernel.shape == (8, 4) and layer.key.kernel.shape == (8, 4)
+    assert layer.value.kernel.shape == (8, 8) and layer.key_depth == 2 and layer.depth == 4
+    q = query.numpy()[0] @ layer.query.kernel.numpy()  # [3, 4]
+    k = memory.numpy()[0] @ layer.key.kernel.numpy()  # [5, 4]
+    v = memory.numpy()[0] @ layer.value.kernel.numpy()  # [5, 8]
+    heads = []
+    for h in range(2):
+        scores = q[:, 2 * h : 2 * h + 2] @ k[:, 2 * h : 2 * h + 2].T / math.sqrt(2)  # [3, 5]
+        weights = np.exp(scores - scores.max(-1, keepdims=True))
+        weights /= weights.sum(-1, keepdims=True)
+        heads.append(weights @ v[:, 4 * h : 4 * h + 4])  # [3, 4]
+    expected = np.concatenate(heads, -1) @ layer.output_projection.kernel.numpy()
+    np.testing.assert_allclose(out[0], expected, atol=1e-5)

@@ -237,6 +237,7 @@ def test_ponder_cost_is_weighted_mean_ponder_time():
         ("step_timing_signal_type=cosine", "step_timing_signal_type"),
         ("position_start_index=step", "position_start_index"),
         ("num_heads=3", "num_heads, hidden_size"),
+        ("attention_key_channels=5", "attention_key_channels"),  # 2 heads do not divide it
         ("num_rec_steps=0", "num_rec_steps"),
     ],
 )

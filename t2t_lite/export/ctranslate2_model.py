@@ -134,6 +134,13 @@ def build_spec(model, tokens: list[str], max_positions: int):
             "(position_every_layer=True), which a CTranslate2 Transformer cannot express; "
             "export it as a SavedModel (--format=saved_model) instead"
         )
+    if hp.attention_key_channels not in (0, hp.hidden_size):
+        raise ValueError(
+            f"--format=ctranslate2: the run's queries and keys are {hp.attention_key_channels} "
+            f"wide, its values {hp.hidden_size} (attention_key_channels), which CTranslate2's "
+            "fused attention cannot express; export it as a SavedModel (--format=saved_model) "
+            "instead"
+        )
     if len(tokens) != model.vocab_size or len(set(tokens)) != len(tokens):
         raise ValueError(
             f"the vocabulary has {len(tokens)} tokens ({len(set(tokens))} distinct); "

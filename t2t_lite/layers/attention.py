@@ -38,27 +38,38 @@ def recording(model: keras.layers.Layer) -> Iterator[list[tuple[str, tf.Tensor]]
 
 
 class MultiHeadAttention(keras.layers.Layer):
-    """Multi-head attention with bias-free projections, as in tensor2tensor."""
+    """Multi-head attention with bias-free projections, as in tensor2tensor.
 
-    def __init__(self, hidden_size: int, num_heads: int, dropout: float, **kwargs):
+    key_channels: the query and key projections' width (tensor2tensor's
+    attention_key_channels; 0: hidden_size), so each head compares queries and
+    keys of key_channels / num_heads (`key_depth`) while its values keep
+    hidden_size / num_heads (`depth`): the paper's Table 3 (B) varies d_k alone.
+    """
+
+    def __init__(
+        self, hidden_size: int, num_heads: int, dropout: float, key_channels: int = 0, **kwargs
+    ):
         super().__init__(**kwargs)
-        if hidden_size % num_heads:
-            raise ValueError(f"num_heads={num_heads} does not divide hidden_size={hidden_size}")
+        key_channels = key_channels or hidden_size
+        for name, channels in (("hidden_size", hidden_size), ("key_channels", key_channels)):
+            if channels % num_heads:
+                raise ValueError(f"num_heads={num_heads} does not divide {name}={channels}")
         self.num_heads = num_heads
         self.depth = hidden_size // num_heads
+        self.key_depth = key_channels // num_heads
         dense = {"use_bias": False, "kernel_initializer": "glorot_uniform"}
-        self.query = keras.layers.Dense(hidden_size, name="q", **dense)
-        self.key = keras.layers.Dense(hidden_size, name="k", **dense)
+        self.query = keras.layers.Dense(key_channels, name="q", **dense)
+        self.key = keras.layers.Dense(key_channels, name="k", **dense)
         self.value = keras.layers.Dense(hidden_size, name="v", **dense)
         self.output_projection = keras.layers.Dense(hidden_size, name="output", **dense)
         self.dropout = keras.layers.Dropout(dropout)
         # Set by `recording` for the length of its block: called with (name, weights).
         self.recorder = None
 
-    def split_heads(self, x: tf.Tensor) -> tf.Tensor:
-        """[B, L, C] -> [B, H, L, D]."""
+    def split_heads(self, x: tf.Tensor, depth: int | None = None) -> tf.Tensor:
+        """[B, L, H * D] -> [B, H, L, D] (D: `depth`, default the values' depth)."""
         shape = tf.shape(x)
-        x = tf.reshape(x, [shape[0], shape[1], self.num_heads, self.depth])  # [B, L, H, D]
+        x = tf.reshape(x, [shape[0], shape[1], self.num_heads, depth or self.depth])  # [B, L, H, D]
         return tf.transpose(x, [0, 2, 1, 3])  # [B, H, L, D]
 
     def merge_heads(self, x: tf.Tensor) -> tf.Tensor:
@@ -68,8 +79,9 @@ class MultiHeadAttention(keras.layers.Layer):
         return tf.reshape(x, [shape[0], shape[1], self.num_heads * self.depth])  # [B, L, C]
 
     def project_memory(self, memory: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        """Keys and values of `memory` [B, S, C] -> two [B, H, S, D]."""
-        return self.split_heads(self.key(memory)), self.split_heads(self.value(memory))
+        """Keys [B, H, S, Dk] and values [B, H, S, D] of `memory` [B, S, C]."""
+        keys = self.split_heads(self.key(memory), self.key_depth)
+        return keys, self.split_heads(self.value(memory))
 
     def attend(
         self,
@@ -80,7 +92,9 @@ class MultiHeadAttention(keras.layers.Layer):
         training: bool = False,
     ) -> tf.Tensor:
         """query [B, T, C] over projected keys/values [B, H, S, D] -> [B, T, C]."""
-        q = self.split_heads(self.query(query)) * (self.depth**-0.5)  # [B, H, T, D]
+        q = self.split_heads(self.query(query), self.key_depth) * (
+            self.key_depth**-0.5
+        )  # [B, H, T, Dk]
         logits = tf.einsum("bhtd,bhsd->bhts", q, keys)  # [B, H, T, S]
         # Softmax in float32: the bias and the normalisation stay exact under
         # mixed precision.
@@ -101,8 +115,8 @@ class MultiHeadAttention(keras.layers.Layer):
         -> [N, 1, C]. (Inference only: no dropout, nothing recorded.)"""
         shape = tf.shape(query)
         rows, group = tf.shape(keys)[0], shape[0] // tf.shape(keys)[0]
-        q = self.query(query) * (self.depth**-0.5)  # [N, 1, C]
-        q = tf.reshape(q, [rows, group, self.num_heads, self.depth])  # [B, G, H, D]
+        q = self.query(query) * (self.key_depth**-0.5)  # [N, 1, H * Dk]
+        q = tf.reshape(q, [rows, group, self.num_heads, self.key_depth])  # [B, G, H, Dk]
         q = tf.transpose(q, [0, 2, 1, 3])  # [B, H, G, D]
         logits = tf.einsum("bhgd,bhsd->bhgs", q, keys)  # [B, H, G, S]
         weights = tf.nn.softmax(tf.cast(logits, tf.float32) + tf.cast(bias, tf.float32))
@@ -136,13 +150,21 @@ class GrowingKVCache(NamedTuple):
 
 
 def empty_kv_cache(
-    batch_size: tf.Tensor, num_heads: int, depth: int, max_length: int | None, dtype
+    batch_size: tf.Tensor,
+    num_heads: int,
+    depth: int,
+    max_length: int | None,
+    dtype,
+    key_depth: int | None = None,
 ) -> KVCache | GrowingKVCache:
-    """A growing cache when max_length is None, else one preallocated for max_length."""
+    """A growing cache when max_length is None, else one preallocated for max_length
+    (keys of key_depth per head, default depth; values of depth)."""
     length = 0 if max_length is None else max_length
     kind = GrowingKVCache if max_length is None else KVCache
     # Two tensors: the keys and values must not share a buffer.
-    return kind(*(tf.zeros([batch_size, num_heads, length, depth], dtype) for _ in range(2)))
+    return kind(
+        *(tf.zeros([batch_size, num_heads, length, d], dtype) for d in (key_depth or depth, depth))
+    )
 
 
 def write_kv(

@@ -58,10 +58,15 @@ class BlockConfig:
     relu_dropout: float
     # The transition function: "fc" (position-wise FFN) or "sepconv".
     transition: str = "fc"
+    attention_key_channels: int = 0  # queries' and keys' width (0: hidden_size)
 
     def attention(self, name: str) -> attention.MultiHeadAttention:
         return attention.MultiHeadAttention(
-            self.hidden_size, self.num_heads, self.attention_dropout, name=name
+            self.hidden_size,
+            self.num_heads,
+            self.attention_dropout,
+            self.attention_key_channels,
+            name=name,
         )
 
     def residual(self, name: str) -> Residual:
@@ -146,8 +151,9 @@ class DecoderBlock(keras.layers.Layer):
         max_length positions, or growing when it is None) and the transition's history."""
         attention_layer = self.self_attention
         kv = attention.empty_kv_cache(
-            batch_size, attention_layer.num_heads, attention_layer.depth, max_length, dtype
-        )
+            batch_size, attention_layer.num_heads, attention_layer.depth, max_length, dtype,
+            attention_layer.key_depth,
+        )  # fmt: skip
         return {"self_attention": kv, "ffn": self.ffn.initial_step_state(batch_size, dtype)}
 
     def decode_step(

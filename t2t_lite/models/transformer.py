@@ -98,6 +98,7 @@ class Transformer(keras.Model):
             layer_prepostprocess_dropout=hp.layer_prepostprocess_dropout,
             attention_dropout=hp.attention_dropout,
             relu_dropout=hp.relu_dropout,
+            attention_key_channels=hp.attention_key_channels,
         )
 
     @property

@@ -78,6 +78,10 @@ class TransformerHParams:
     # paper's); True adds it again before every layer, as the UT adds it before
     # every recurrence step (Transformer only; see transformer_layers.Stack).
     position_every_layer: bool = False
+    # Width of the attention's query and key projections (tensor2tensor's name;
+    # 0: hidden_size): per head num_heads divides it into d_k, values keep
+    # hidden_size / num_heads (the paper's Table 3 (B)).
+    attention_key_channels: int = 0
 
     def __post_init__(self):
         require = hparams_lib.require
@@ -92,6 +96,14 @@ class TransformerHParams:
             self.num_heads > 0 and self.hidden_size % self.num_heads == 0,
             "num_heads, hidden_size",
             f"num_heads={self.num_heads} must divide hidden_size={self.hidden_size}",
+        )
+        require(
+            self.attention_key_channels >= 0
+            and self.attention_key_channels % self.num_heads == 0
+            and self.attention_key_channels <= LIMITS["hidden_size"],
+            "attention_key_channels",
+            f"must be 0 (hidden_size) or a multiple of num_heads={self.num_heads} up to "
+            f"{LIMITS['hidden_size']:,}, got {self.attention_key_channels}",
         )
         require(self.filter_size > 0, "filter_size", "must be positive")
         require(self.num_hidden_layers > 0, "num_hidden_layers", "must be positive")

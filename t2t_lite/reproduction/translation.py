@@ -49,12 +49,15 @@ class Row:
 
 
 # The Transformer paper, Table 3 (newstest2013 dev perplexity and BLEU), each
-# row at this base's scale: 4x heads is 16 (the paper's 32 against 8), fewer and
-# more layers 1 and 4 (the paper's 2 and 8 against 6), half and double width.
+# row at this base's scale: 4x heads is 16 (the paper's 32 against 8), d_k
+# halved is 16 (the paper's d_k=32 row), fewer and more layers 1 and 4 (the
+# paper's 2 and 8 against 6), half and double width.
 TABLE3 = {
     "t3_base": Row("base", "base (N=2, d=128, h=4, ff=512)", BASE, (4.92, 25.8)),
     "t3_heads1": Row("A", "1 head (d_k=128)", f"{BASE},num_heads=1", (5.29, 24.9)),
     "t3_heads16": Row("A", "16 heads (d_k=8)", f"{BASE},num_heads=16", (5.01, 25.4)),
+    # (B): d_k halved (the paper's 16 against 64 per head is a quarter; 32 is half).
+    "t3_keys16": Row("B", "d_k=16", f"{BASE},attention_key_channels=64", (5.01, 25.4)),
     "t3_layers1": Row("C", "N=1", f"{BASE},num_hidden_layers=1", (6.11, 23.7)),
     "t3_layers4": Row("C", "N=4", f"{BASE},num_hidden_layers=4", (4.88, 25.5)),
     "t3_width64": Row("C", "d=64 (d_k=16)", f"{BASE},hidden_size=64", (5.75, 24.5)),
