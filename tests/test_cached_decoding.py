@@ -33,6 +33,7 @@ MODELS = {
     "transformer_coupled": lambda: transformer_model(position_coupling="reverse"),
     "transformer_every_layer": lambda: transformer_model(position_every_layer=True),
     "transformer_key_channels": lambda: transformer_model(attention_key_channels=8),
+    "transformer_learned_positions": lambda: transformer_model(position_embedding="learned"),
     "ut_key_channels": lambda: ut_model(attention_key_channels=8),
     "transformer_coupled_every_layer": lambda: transformer_model(
         position_coupling="reverse", position_every_layer=True

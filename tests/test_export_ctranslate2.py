@@ -21,11 +21,14 @@ def _tokens(ids, tokens):
     return [tokens[i] for i in ids]
 
 
-@pytest.mark.parametrize("norm_position", ["pre", "post"])
+@pytest.mark.parametrize(
+    "norm_position", ["pre", "post", "pre,position_embedding=learned,max_length=8"]
+)
 def test_every_token_log_prob_equals_teacher_forcing(norm_position, tmp_path):
     """An untrained model (weights are random, the mapping is what is tested):
     CTranslate2's log-probability of every target token, EOS included, equals
-    t2t_lite's teacher-forced one, for sources and targets of mixed lengths."""
+    t2t_lite's teacher-forced one, for sources and targets of mixed lengths
+    (with a learned table of 8 positions too: the 12-token pairs read past it)."""
     exp = experiment.Experiment.resolve(
         "transformer",
         "test_identity_small",

@@ -92,3 +92,12 @@ def test_attention_with_narrower_keys_against_numpy():
         heads.append(weights @ v[:, 4 * h : 4 * h + 4])  # [3, 4]
     expected = np.concatenate(heads, -1) @ layer.output_projection.kernel.numpy()
     np.testing.assert_allclose(out[0], expected, atol=1e-5)
+
+
+def test_learned_positions_read_rows_and_clamp_past_the_table():
+    table = embedding.LearnedPositions(4, 3)
+    table.build()
+    rows = table.table.numpy()
+    np.testing.assert_array_equal(table.signal(3, start=2)[0].numpy(), rows[[2, 3, 3]])
+    explicit = tf.constant([[0, 5], [1, 1]])  # coupled positions, per row
+    np.testing.assert_array_equal(table.signal(2, start=explicit).numpy(), rows[[[0, 3], [1, 1]]])

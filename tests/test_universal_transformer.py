@@ -238,6 +238,7 @@ def test_ponder_cost_is_weighted_mean_ponder_time():
         ("position_start_index=step", "position_start_index"),
         ("num_heads=3", "num_heads, hidden_size"),
         ("attention_key_channels=5", "attention_key_channels"),  # 2 heads do not divide it
+        ("position_embedding=learned", "position_embedding"),  # a Transformer option
         ("num_rec_steps=0", "num_rec_steps"),
     ],
 )

@@ -150,7 +150,10 @@ def build_spec(model, tokens: list[str], max_positions: int):
         (hp.encoder_layers, hp.decoder_layers), hp.num_heads, pre_norm=pre_norm
     )
     matrix = _numpy(model.embedding.weights_matrix)  # [V, C]
-    positions = embedding.timing_signal(max_positions, hp.hidden_size)[0].numpy()  # [P, C]
+    if hp.position_embedding == "learned":  # past the table: its last row, as in t2t_lite
+        positions = model.positions.signal(max_positions)[0].numpy()  # [P, C]
+    else:
+        positions = embedding.timing_signal(max_positions, hp.hidden_size)[0].numpy()  # [P, C]
     encoder, decoder = spec.encoder, spec.decoder
     encoder.embeddings[0].weight = matrix
     decoder.embeddings.weight = matrix

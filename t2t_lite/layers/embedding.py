@@ -1,4 +1,4 @@
-"""Shared embedding/softmax matrix and the sinusoidal timing signal."""
+"""Shared embedding/softmax matrix; the sinusoidal timing signal and learned positions."""
 
 import math
 
@@ -45,6 +45,39 @@ def timing_signal_at(
     scaled = positions[..., tf.newaxis] * inv_timescales  # [B, L, C/2]
     signal = tf.concat([tf.sin(scaled), tf.cos(scaled)], axis=-1)  # [B, L, 2*(C/2)]
     return tf.pad(signal, [[0, 0], [0, 0], [0, channels % 2]])  # [B, L, C]
+
+
+class LearnedPositions(keras.layers.Layer):
+    """A learned [P, C] table of position vectors (the paper's Table 3 (E)), read
+    like `timing_signal`: positions start..start+length-1 -> [1, L, C], or a
+    [B, L] start of explicit positions -> [B, L, C]. A position past the table
+    reads its last row (a position never trained has no vector of its own).
+    Initialized N(0, 0.5): the sinusoids' variance per channel.
+    """
+
+    def __init__(self, max_positions: int, hidden_size: int, **kwargs):
+        super().__init__(**kwargs)
+        self.max_positions, self.hidden_size = max_positions, hidden_size
+
+    def build(self, input_shape=None):
+        self.table = self.add_weight(
+            name="table",
+            shape=(self.max_positions, self.hidden_size),
+            initializer=keras.initializers.RandomNormal(stddev=0.5**0.5),
+        )
+
+    def signal(self, length: tf.Tensor | int, start: tf.Tensor | int = 0) -> tf.Tensor:
+        if not self.built:
+            self.build()
+        if isinstance(start, tf.Tensor) and start.shape.rank == 2:
+            positions = start  # [B, L]
+        else:
+            positions = (tf.range(length) + start)[tf.newaxis]  # [1, L]
+        positions = tf.clip_by_value(positions, 0, self.max_positions - 1)
+        return tf.gather(tf.cast(self.table, tf.float32), positions)  # [1 or B, L, C]
+
+    def call(self, length):
+        return self.signal(length)
 
 
 class SharedEmbedding(keras.layers.Layer):

@@ -54,6 +54,10 @@ class Transformer(keras.Model):
         )
         if input_encoding == "facts":
             self.fact_embedding = facts.FactEmbedding(self.embedding, name="fact_embedding")
+        if hparams.position_embedding == "learned":  # one table for encoder and decoder
+            self.positions = embedding.LearnedPositions(
+                hparams.max_length, hparams.hidden_size, name="positions"
+            )
         self.input_dropout = keras.layers.Dropout(hparams.layer_prepostprocess_dropout)
         self.target_dropout = keras.layers.Dropout(hparams.layer_prepostprocess_dropout)
         self.encoder, self.decoder = self.make_stacks(self.block_config())
@@ -217,7 +221,7 @@ class Transformer(keras.Model):
             return self.empty_memory(inputs)
         position_start = self.encoder_positions(inputs, position_start)
         x, nonpadding = self.embed_inputs(inputs)
-        signal = tf.cast(timing_signal_like(x, position_start), x.dtype)
+        signal = tf.cast(self.position_signal(tf.shape(x)[1], position_start), x.dtype)
         x = self.input_dropout(x + signal, training=training)
         bias = masks.nonpadding_bias(nonpadding)
         again = signal if self.hparams.position_every_layer else None
@@ -234,7 +238,7 @@ class Transformer(keras.Model):
         """Teacher-forced decoding: targets [B, T] -> float32 logits [B, T, V]."""
         position_start = self.decoder_positions(tf.shape(targets)[1], encoder_bias, position_start)
         x = self.embedding.embed(shift_right(targets))
-        signal = tf.cast(timing_signal_like(x, position_start), x.dtype)
+        signal = tf.cast(self.position_signal(tf.shape(x)[1], position_start), x.dtype)
         x = self.target_dropout(x + signal, training=training)
         self_bias = masks.causal_bias(tf.shape(targets)[1])
         again = signal if self.hparams.position_every_layer else None
@@ -260,8 +264,7 @@ class Transformer(keras.Model):
         """Decoder input ids [B] at `position` (a scalar, or [B, 1] coupled
         positions) -> [B, 1, C], with its timing signal."""
         x = self.embedding.embed(ids[:, tf.newaxis])  # [B, 1, C]
-        signal = embedding.timing_signal(1, x.shape[-1], start=position)  # [1 or B, 1, C]
-        return x + tf.cast(signal, x.dtype)
+        return x + tf.cast(self.position_signal(1, position), x.dtype)  # [1 or B, 1, C] added
 
     def decode_step(self, ids: tf.Tensor, index: tf.Tensor, cache: dict) -> tuple[tf.Tensor, dict]:
         """The decoder input ids [B] at position `index` -> (float32 logits [B, V], cache).
@@ -277,11 +280,18 @@ class Transformer(keras.Model):
         x = self.embed_step(ids, position)
         again = {}  # the UT's decoder (its own decode_step) takes no signal; it refuses the option
         if self.hparams.position_every_layer:
-            signal = embedding.timing_signal(1, x.shape[-1], start=position)  # [1 or B, 1, C]
+            signal = self.position_signal(1, position)  # [1 or B, 1, C]
             again = {"signal": tf.cast(signal, x.dtype)}
         x, cache = self.decoder.decode_step(x, index, cache, encoder_bias, position, **again)
         kernel = cache[sequences.STATIC_CACHE]["softmax_kernel"]
         return self.embedding.logits(x, kernel)[:, 0], cache
+
+    def position_signal(self, length: tf.Tensor | int, start: tf.Tensor | int = 0) -> tf.Tensor:
+        """Positions start..start+length-1 (or a [B, L] start of explicit positions)
+        -> float32 [1 or B, L, C]: sinusoids, or the learned table's rows."""
+        if self.hparams.position_embedding == "learned":
+            return self.positions.signal(length, start)
+        return embedding.timing_signal(length, self.hparams.hidden_size, start=start)
 
     def call(self, features, training=False):
         return self.forward(features, training=training)[0]
@@ -297,8 +307,3 @@ class Transformer(keras.Model):
         encoded, bias = self.encode(features["inputs"], training, encoder_start)
         logits = self.decode(features["targets"], encoded, bias, training, decoder_start)
         return logits, {}
-
-
-def timing_signal_like(x: tf.Tensor, start: tf.Tensor | int = 0) -> tf.Tensor:
-    """The timing signal for positions start..start+L-1 of x [B, L, C] -> [1, L, C]."""
-    return embedding.timing_signal(tf.shape(x)[1], x.shape[-1], start=start)

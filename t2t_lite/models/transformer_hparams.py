@@ -19,6 +19,7 @@ POSITION_COUPLINGS = ("none", "reverse", "addition")
 # tokens per batch; the deepest Transformers: ~1,000 layers): a value above one
 # is a typo, and building or batching it would grow memory for minutes before
 # failing. Each is refused with one line instead.
+POSITION_EMBEDDINGS = ("sinusoid", "learned")
 LIMITS = {
     "hidden_size": 2**16,
     "filter_size": 2**18,
@@ -82,6 +83,9 @@ class TransformerHParams:
     # 0: hidden_size): per head num_heads divides it into d_k, values keep
     # hidden_size / num_heads (the paper's Table 3 (B)).
     attention_key_channels: int = 0
+    # "sinusoid" (the paper's timing signal) or "learned": a trained table of
+    # max_length position vectors (Table 3 (E); later positions read its last row).
+    position_embedding: str = "sinusoid"
 
     def __post_init__(self):
         require = hparams_lib.require
@@ -104,6 +108,11 @@ class TransformerHParams:
             "attention_key_channels",
             f"must be 0 (hidden_size) or a multiple of num_heads={self.num_heads} up to "
             f"{LIMITS['hidden_size']:,}, got {self.attention_key_channels}",
+        )
+        require(
+            self.position_embedding in POSITION_EMBEDDINGS,
+            "position_embedding",
+            f"must be one of {POSITION_EMBEDDINGS}, got {self.position_embedding!r}",
         )
         require(self.filter_size > 0, "filter_size", "must be positive")
         require(self.num_hidden_layers > 0, "num_hidden_layers", "must be positive")

@@ -44,6 +44,11 @@ class UniversalTransformerHParams(transformer_hparams.TransformerHParams):
             limit = transformer_hparams.LIMITS["num_hidden_layers"]
             require(getattr(self, key) <= limit, key, f"must be <= {limit:,}")
         require(
+            self.position_embedding == "sinusoid",
+            "position_embedding",
+            "is a Transformer option: the UT's positions are its per-step signals",
+        )
+        require(
             not self.position_every_layer,
             "position_every_layer",
             "is a Transformer option: the UT adds positions before every step already",

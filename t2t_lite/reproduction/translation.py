@@ -69,6 +69,7 @@ TABLE3 = {
         (5.77, 24.6),
     ),
     "t3_smoothing0": Row("D", "label smoothing 0", f"{BASE},label_smoothing=0", (4.67, 25.3)),
+    "t3_learned": Row("E", "learned positions", f"{BASE},position_embedding=learned", (4.92, 25.7)),
     "t3_greedy": Row(
         "recipe",
         "greedy (base: beam 4, alpha 0.6)",
