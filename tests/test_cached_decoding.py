@@ -34,6 +34,10 @@ MODELS = {
     "transformer_every_layer": lambda: transformer_model(position_every_layer=True),
     "transformer_key_channels": lambda: transformer_model(attention_key_channels=8),
     "transformer_learned_positions": lambda: transformer_model(position_embedding="learned"),
+    "transformer_separate_embeddings": lambda: transformer_model(
+        shared_embedding_and_softmax_weights=False
+    ),
+    "ut_separate_embeddings": lambda: ut_model(shared_embedding_and_softmax_weights=False),
     "ut_key_channels": lambda: ut_model(attention_key_channels=8),
     "transformer_coupled_every_layer": lambda: transformer_model(
         position_coupling="reverse", position_every_layer=True

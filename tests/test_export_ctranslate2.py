@@ -22,7 +22,13 @@ def _tokens(ids, tokens):
 
 
 @pytest.mark.parametrize(
-    "norm_position", ["pre", "post", "pre,position_embedding=learned,max_length=8"]
+    "norm_position",
+    [
+        "pre",
+        "post",
+        "pre,position_embedding=learned,max_length=8",
+        "pre,shared_embedding_and_softmax_weights=false",
+    ],
 )
 def test_every_token_log_prob_equals_teacher_forcing(norm_position, tmp_path):
     """An untrained model (weights are random, the mapping is what is tested):

@@ -244,3 +244,21 @@ def test_coupling_needs_a_token_source_and_a_shared_offset():
         transformer.Transformer(coupled, 11, input_encoding="none")
     with pytest.raises(ValueError, match="random_per_step"):
         dataclasses.replace(coupled, position_start_index="random_per_step")
+
+
+def test_separate_embeddings_are_three_matrices_each_in_its_place():
+    """Hand-derived: V=11, C=16 -> two more [11, 16] matrices (352 parameters);
+    zeroing the source matrix changes the logits, and so does the softmax's,
+    while the target embedding still feeds the decoder."""
+    shared, separate = tiny_model(), tiny_model(shared_embedding_and_softmax_weights=False)
+    features = {"inputs": tf.constant([[3, 4, 1]]), "targets": tf.constant([[5, 6, 1]])}
+    shared(features), separate(features)
+    count = lambda m: sum(v.shape.num_elements() for v in m.trainable_variables)  # noqa: E731
+    assert count(separate) - count(shared) == 2 * 11 * 16
+    assert separate.source_embedding is not separate.embedding is not separate.softmax
+    before = separate(features).numpy()
+    for layer in (separate.source_embedding, separate.softmax, separate.embedding):
+        kept = layer.weights_matrix.numpy()
+        layer.weights_matrix.assign(tf.zeros_like(kept))
+        assert not np.allclose(separate(features).numpy(), before)
+        layer.weights_matrix.assign(kept)

@@ -3,11 +3,12 @@
 The mapping, layer by layer (Keras kernels are [in, out]; CTranslate2's
 linear weights are [out, in]):
 
-- one shared embedding matrix for source and target embeddings and the
-  output projection (no bias); CTranslate2 scales embeddings by sqrt(C) as
-  t2t_lite does;
+- the source embedding, target embedding and output projection (no bias):
+  one shared matrix, or three with shared_embedding_and_softmax_weights=False;
+  CTranslate2 scales embeddings by sqrt(C) as t2t_lite does;
 - the timing signal as an explicit position table (tensor2tensor's
-  [sin, cos] layout) of `max_positions` rows, so no engine default is assumed;
+  [sin, cos] layout; a learned table's rows, its last repeated past its end)
+  of `max_positions` rows, so no engine default is assumed;
 - self-attention: query, key and value fused into one [3C, C] projection;
   encoder-decoder attention: the query, then key and value fused [2C, C];
   CTranslate2 scales queries by 1/sqrt(depth) as t2t_lite does;
@@ -149,15 +150,15 @@ def build_spec(model, tokens: list[str], max_positions: int):
     spec = ct2.specs.TransformerSpec.from_config(
         (hp.encoder_layers, hp.decoder_layers), hp.num_heads, pre_norm=pre_norm
     )
-    matrix = _numpy(model.embedding.weights_matrix)  # [V, C]
+    matrix = _numpy(model.embedding.weights_matrix)  # [V, C]: the target's embedding
     if hp.position_embedding == "learned":  # past the table: its last row, as in t2t_lite
         positions = model.positions.signal(max_positions)[0].numpy()  # [P, C]
     else:
         positions = embedding.timing_signal(max_positions, hp.hidden_size)[0].numpy()  # [P, C]
     encoder, decoder = spec.encoder, spec.decoder
-    encoder.embeddings[0].weight = matrix
+    encoder.embeddings[0].weight = _numpy(model.source_embedding.weights_matrix)
     decoder.embeddings.weight = matrix
-    decoder.projection.weight = matrix
+    decoder.projection.weight = _numpy(model.softmax.weights_matrix)
     encoder.position_encodings.encodings = positions
     decoder.position_encodings.encodings = positions
     decoder.start_from_zero_embedding = True

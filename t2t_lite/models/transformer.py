@@ -52,8 +52,16 @@ class Transformer(keras.Model):
         self.embedding = embedding.SharedEmbedding(
             vocab_size, hparams.hidden_size, name="shared_embedding"
         )
+        if not hparams.shared_embedding_and_softmax_weights:
+            # Three matrices: source embedding, target embedding (self.embedding), softmax.
+            self.separate_source = embedding.SharedEmbedding(
+                vocab_size, hparams.hidden_size, name="source_embedding"
+            )
+            self.separate_softmax = embedding.SharedEmbedding(
+                vocab_size, hparams.hidden_size, name="softmax"
+            )
         if input_encoding == "facts":
-            self.fact_embedding = facts.FactEmbedding(self.embedding, name="fact_embedding")
+            self.fact_embedding = facts.FactEmbedding(self.source_embedding, name="fact_embedding")
         if hparams.position_embedding == "learned":  # one table for encoder and decoder
             self.positions = embedding.LearnedPositions(
                 hparams.max_length, hparams.hidden_size, name="positions"
@@ -63,6 +71,20 @@ class Transformer(keras.Model):
         self.encoder, self.decoder = self.make_stacks(self.block_config())
         if hparams.position_start_index != "none" or self.always_has_seed_generator:
             self.seed_generator = keras.random.SeedGenerator(0, name="position_start_seed")
+
+    @property
+    def source_embedding(self) -> embedding.SharedEmbedding:
+        """The source's embedding: the one shared matrix, or its own."""
+        if self.hparams.shared_embedding_and_softmax_weights:
+            return self.embedding
+        return self.separate_source
+
+    @property
+    def softmax(self) -> embedding.SharedEmbedding:
+        """The output projection: the one shared matrix, or its own."""
+        if self.hparams.shared_embedding_and_softmax_weights:
+            return self.embedding
+        return self.separate_softmax
 
     def make_stacks(
         self, config: transformer_layers.BlockConfig
@@ -126,7 +148,7 @@ class Transformer(keras.Model):
         """
         if self.input_encoding == "facts":
             return self.fact_embedding(inputs)
-        return self.embedding.embed(inputs), masks.padding_mask(inputs)
+        return self.source_embedding.embed(inputs), masks.padding_mask(inputs)
 
     def empty_memory(self, inputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         """A decoder-only model's "encoder output": [B, 0, C] and its bias [B, 1, 1, 0].
@@ -243,7 +265,7 @@ class Transformer(keras.Model):
         self_bias = masks.causal_bias(tf.shape(targets)[1])
         again = signal if self.hparams.position_every_layer else None
         x = self.decoder(x, self_bias, encoded, encoder_bias, training=training, signal=again)
-        return self.embedding.logits(x)
+        return self.softmax.logits(x)
 
     def init_cache(
         self, encoded: tf.Tensor, encoder_bias: tf.Tensor, max_length: int | None
@@ -257,7 +279,7 @@ class Transformer(keras.Model):
         """
         cache = self.decoder.initial_cache(encoded, max_length)
         cache[sequences.STATIC_CACHE]["encoder_bias"] = encoder_bias
-        cache[sequences.STATIC_CACHE]["softmax_kernel"] = self.embedding.softmax_kernel()
+        cache[sequences.STATIC_CACHE]["softmax_kernel"] = self.softmax.softmax_kernel()
         return cache
 
     def embed_step(self, ids: tf.Tensor, position: tf.Tensor) -> tf.Tensor:
@@ -284,7 +306,7 @@ class Transformer(keras.Model):
             again = {"signal": tf.cast(signal, x.dtype)}
         x, cache = self.decoder.decode_step(x, index, cache, encoder_bias, position, **again)
         kernel = cache[sequences.STATIC_CACHE]["softmax_kernel"]
-        return self.embedding.logits(x, kernel)[:, 0], cache
+        return self.softmax.logits(x, kernel)[:, 0], cache
 
     def position_signal(self, length: tf.Tensor | int, start: tf.Tensor | int = 0) -> tf.Tensor:
         """Positions start..start+length-1 (or a [B, L] start of explicit positions)

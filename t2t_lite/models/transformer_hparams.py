@@ -86,6 +86,9 @@ class TransformerHParams:
     # "sinusoid" (the paper's timing signal) or "learned": a trained table of
     # max_length position vectors (Table 3 (E); later positions read its last row).
     position_embedding: str = "sinusoid"
+    # One matrix for source embedding, target embedding and softmax (the paper's);
+    # False: three (tensor2tensor's name).
+    shared_embedding_and_softmax_weights: bool = True
 
     def __post_init__(self):
         require = hparams_lib.require

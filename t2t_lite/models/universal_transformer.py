@@ -128,7 +128,7 @@ class UniversalTransformer(transformer.Transformer):
             masks.padding_mask(targets),
             training=training,
         )
-        return self.embedding.logits(decoded), stats
+        return self.softmax.logits(decoded), stats
 
     def encode(
         self, inputs: tf.Tensor, training: bool = False, position_start: tf.Tensor | int = 0

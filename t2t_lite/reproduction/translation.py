@@ -70,6 +70,11 @@ TABLE3 = {
     ),
     "t3_smoothing0": Row("D", "label smoothing 0", f"{BASE},label_smoothing=0", (4.67, 25.3)),
     "t3_learned": Row("E", "learned positions", f"{BASE},position_embedding=learned", (4.92, 25.7)),
+    "t3_separate": Row(
+        "recipe",
+        "separate source, target and softmax matrices",
+        f"{BASE},shared_embedding_and_softmax_weights=false",
+    ),
     "t3_greedy": Row(
         "recipe",
         "greedy (base: beam 4, alpha 0.6)",
