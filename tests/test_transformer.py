@@ -253,7 +253,7 @@ def test_separate_embeddings_are_three_matrices_each_in_its_place():
     shared, separate = tiny_model(), tiny_model(shared_embedding_and_softmax_weights=False)
     features = {"inputs": tf.constant([[3, 4, 1]]), "targets": tf.constant([[5, 6, 1]])}
     shared(features), separate(features)
-    count = lambda m: sum(v.shape.num_elements() for v in m.trainable_variables)  # noqa: E731
+    count = lambda m: sum(v.shape.num_elements() for v in m.trainable_variables)
     assert count(separate) - count(shared) == 2 * 11 * 16
     assert separate.source_embedding is not separate.embedding is not separate.softmax
     before = separate(features).numpy()
