@@ -15,7 +15,7 @@ from conftest import ROOT, run_binary
 
 from t2t_lite import checkpoints, experiment, files, run_lock
 from t2t_lite import run_dir as run_dir_lib
-from t2t_lite.data import problem, text_files
+from t2t_lite.data import problem, text_files, tfrecord
 from t2t_lite.decoding import runner
 from t2t_lite.training import averaging, trainer
 
@@ -258,9 +258,12 @@ def test_metrics_are_strict_json_and_empty_splits_are_refused(tmp_path):
     }
     data = str(tmp_path / "data")
     problem.get("test_identity_small").generate_data(data, seed=1)
-    for path in problem.get("test_identity_small").filepaths(data, "dev"):
+    paths = problem.get("test_identity_small").filepaths(data, "dev")
+    for path in paths:
         with tf.io.TFRecordWriter(path):
-            pass  # an empty dev split
+            pass  # an empty dev split, as datagen counted it (a zero-byte shard it
+    counts = {"examples": 0, "inputs_tokens": 0, "targets_tokens": 0}  # counted full is refused)
+    files.write_atomically(tfrecord.stats_path(paths), json.dumps(counts))
     with pytest.raises(ValueError, match=r"the dev split of test_identity_small .* no examples"):
         make_trainer(data, str(tmp_path / "run"))
 

@@ -212,8 +212,12 @@ def test_a_model_too_large_for_memory_or_too_short_a_max_length_is_named(small_d
         f"--data_dir={small_data}", f"--output_dir={tmp_path}/run", "--train_steps=1",
     )  # fmt: skip
     assert result.returncode == 1, result.stderr
-    assert "t2t-train: error: the model's weights do not fit in memory (OOM" in result.stderr
-    assert "choose smaller hparams" in result.stderr and "Traceback" not in result.stderr
+    # Refused by the size limits before any weight is allocated (it used to be
+    # built until memory ran out, then named as an OOM).
+    assert result.stderr == (
+        "t2t-train: error: invalid hparams (hidden_size): must be <= 65,536, "
+        "got 1,099,511,627,776\n"
+    )
     with pytest.raises(ValueError, match=r"max_length.*must be >= 2 \(a symbol and EOS\)"):
         experiment.Experiment.resolve(
             "transformer", "test_identity_small", "transformer_test", "max_length=1"
