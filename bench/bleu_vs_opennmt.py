@@ -99,6 +99,8 @@ def tokenize_for_onmt(work: str, tokens: list[str]) -> dict[str, str]:
     for split, paths in (("train", FLAGS.train), ("valid", FLAGS.dev), ("test", FLAGS.test)):
         for side, path in zip(("src", "tgt"), paths, strict=True):
             lines = _lines(path)
+            if split == "train":  # in a seeded random order, as t2t_lite's datagen writes it
+                lines = [lines[i] for i in _order(len(lines))]
             pieces = []
             for start in range(0, len(lines), 2048):
                 ids, _ = tokenizer.tokenize(tf.constant(lines[start : start + 2048]))
@@ -113,6 +115,16 @@ def tokenize_for_onmt(work: str, tokens: list[str]) -> dict[str, str]:
         f.write("".join(f"{i}\t1\n" for i in range(3, len(tokens))))
     out["vocab"] = vocab
     return out
+
+
+def _order(count: int) -> list[int]:
+    """A seeded permutation of the training lines. OpenNMT-py reads its corpus in
+    file order and shuffles only within buckets of bucket_size examples: a file
+    sorted or grouped by origin (a catalog's messages together) would give it
+    one slice of the data at a time, where t2t_lite's datagen shuffles whole."""
+    import numpy as np
+
+    return np.random.default_rng(FLAGS.seed).permutation(count).tolist()
 
 
 def write_onmt_config(work: str, files: dict[str, str]) -> str:
@@ -204,10 +216,17 @@ def main(argv):
     common_steps = set.intersection(*(set(saved) for saved in steps.values()))
     if len(steps) > 1 and common_steps and len(set(points["budget"].values())) > 1:
         points["equal_steps"] = {name: max(common_steps) for name in steps}
+    scored = {}  # (side, step) -> scores: a step both points name is decoded once
     for point, at in points.items():
-        sides = {"t2t_lite": _t2t_side(run_dir, at["t2t_lite"], references, seconds, point)}
+        key = ("t2t_lite", at["t2t_lite"])
+        if key not in scored:
+            scored[key] = _t2t_side(run_dir, at["t2t_lite"], references, seconds, point)
+        sides = {"t2t_lite": scored[key]}
         if FLAGS.onmt_python:
-            sides["opennmt_py"] = _onmt_side(work, files, references, seconds, at["opennmt_py"])
+            key = ("opennmt_py", at["opennmt_py"])
+            if key not in scored:
+                scored[key] = _onmt_side(work, files, references, seconds, at["opennmt_py"])
+            sides["opennmt_py"] = scored[key]
         result[point] = sides
         if "opennmt_py" in sides:
             result[point]["bleu_t2t_over_opennmt"] = round(
