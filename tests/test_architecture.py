@@ -11,7 +11,7 @@ import pathlib
 REPO = pathlib.Path(__file__).resolve().parent.parent
 # Bottom to top; a module may import its own level or any level below.
 LEVELS = [
-    ("registry", "hparams", "sequences", "files", "config_flags", "run_lock", "cli"),
+    ("registry", "hparams", "sequences", "files", "config_flags", "run_lock", "cli", "progress"),
     ("layers",),
     ("models",),
     ("data",),
