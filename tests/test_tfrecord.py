@@ -145,3 +145,17 @@ def test_an_emptied_shard_is_refused_when_datagen_counted_examples_for_it(small_
     )
     with pytest.raises(ValueError, match=r"train-00001-of-00002 is empty \(0 bytes\), but t2t-d"):
         trainer.train(exp, small_data, str(tmp_path / "run"), trainer.TrainConfig(train_steps=1))
+
+
+def test_split_counts_sit_beside_the_shards_whatever_their_names(tmp_path):
+    """A split's counts go beside its shards: <problem>-<split>.stats.json for
+    datagen's names, <first shard>.stats.json for others (never up into the
+    directories, whose names may hold dashes too)."""
+    parent = tmp_path / "a-b-c-d"
+    parent.mkdir()
+    standard = tfrecord.shard_paths(str(parent / "p-train"), 2)
+    assert tfrecord.stats_path(standard) == str(parent / "p-train.stats.json")
+    assert tfrecord.stats_path([str(parent / "x")]) == str(parent / "x.stats.json")
+    tfrecord.write_shards([{"inputs": [3, 1], "targets": [4, 1]}], [str(parent / "x")])
+    assert sorted(os.listdir(parent)) == ["x", "x.stats.json"]
+    assert sorted(os.listdir(tmp_path)) == ["a-b-c-d"]

@@ -1,6 +1,7 @@
 """Sharded TFRecord files of tf.train.Example: writing, parsing, checking."""
 
 import json
+import os
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -77,8 +78,11 @@ def write_shards(
 
 def stats_path(paths: list[str]) -> str:
     """<data_dir>/<problem>-<split>.stats.json beside a split's shards
-    (<problem>-<split>-NNNNN-of-NNNNN): its examples and tokens, for summaries."""
-    return paths[0].rsplit("-", 3)[0] + ".stats.json"
+    (<problem>-<split>-NNNNN-of-NNNNN): its examples and tokens, for summaries.
+    Shards named otherwise get <first shard>.stats.json, in their own directory."""
+    directory, name = os.path.split(paths[0])
+    shard = re.fullmatch(r"(.+)-\d+-of-\d+", name)
+    return os.path.join(directory, (shard.group(1) if shard else name) + ".stats.json")
 
 
 def read_stats(paths: list[str]) -> dict[str, int] | None:
