@@ -219,3 +219,22 @@ def test_a_startup_summary_then_a_progress_line_at_the_first_step_with_an_eta(
     assert "plan: from scratch to 6; evaluate every 4 steps; checkpoint every 4 steps" in summary
     progress = [line for line in text.splitlines() if "step 3: loss=" in line]
     assert progress and " eta=" in progress[0]  # a rate from steps 1-3
+
+
+def test_workers_agree_on_a_flag_any_of_them_raised():
+    """Under MultiWorkerMirroredStrategy (one worker, in a process of its own:
+    collectives are set up once per process) the agreement all-reduces the
+    flags; tf.distribute has no MAX reduction, so a sum is compared with 0."""
+    code = (
+        "import numpy as np, tensorflow as tf\n"
+        "from t2t_lite.training import stopping\n"
+        "strategy = tf.distribute.MultiWorkerMirroredStrategy()\n"
+        "print(stopping._agree(strategy, np.array([1, 0, 1], np.int32)).tolist())\n"
+    )
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    env.pop("TF_CONFIG", None)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "[1, 0, 1]"

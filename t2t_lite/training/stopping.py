@@ -116,8 +116,13 @@ class StopConditions:
 
 
 def _agree(strategy: tf.distribute.Strategy, flags: np.ndarray) -> np.ndarray:
-    """The largest of every worker's flags (one process: its own)."""
+    """Each 0/1 flag: 1 where any worker raised it (one process: its own).
+
+    tf.distribute reduces by SUM or MEAN only: the flags are summed over every
+    replica and compared with 0.
+    """
     if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
         per_replica = strategy.run(lambda: tf.constant(flags))
-        return strategy.reduce(tf.distribute.ReduceOp.MAX, per_replica, axis=None).numpy()
+        total = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None).numpy()
+        return (total > 0).astype(flags.dtype)
     return flags
