@@ -234,7 +234,12 @@ def test_workers_agree_on_a_flag_any_of_them_raised():
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     env.pop("TF_CONFIG", None)
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().splitlines()[-1] == "[1, 0, 1]"
