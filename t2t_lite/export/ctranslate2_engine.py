@@ -74,16 +74,10 @@ class Ctranslate2Decoder:
         self, inputs: list[list[int]], source: str = "input", first_line: int = 1
     ) -> list[list[tuple[list[int], float]]]:
         """As Decoder.decode_ids: inputs without EOS -> per input, (ids, score), best first."""
-        limit = self.hp.max_input_length
-        fitted = []
-        for number, ids in enumerate(inputs, first_line):
-            if len(ids) > limit:
-                logging.warning(
-                    "%s:%d: input of %d symbols truncated to max_input_length=%d.",
-                    source, number, len(ids), limit,
-                )  # fmt: skip
-                ids = ids[:limit]
-            fitted.append(ids)
+        fitted = [
+            sequences.truncate(ids, self.hp.max_input_length, f"{source}:{number}")
+            for number, ids in enumerate(inputs, first_line)
+        ]
         results: list = [[([], 0.0)] for _ in fitted]  # an empty input: an empty output
         order = [i for i in sorted(range(len(fitted)), key=lambda i: len(fitted[i])) if fitted[i]]
         options = ctranslate2_model.translate_options(self.hp)
@@ -91,7 +85,6 @@ class Ctranslate2Decoder:
             options["length_penalty"] = 0.0
         shown = progress.Progress(f"decoding {source}", len(order))
         for start in range(0, len(order), self.hp.batch_size):
-            shown.update(start)
             chunk = order[start : start + self.hp.batch_size]
             batch = [[self.tokens[i] for i in fitted[index]] for index in chunk]
             answers = self.translator.translate_batch(
@@ -100,6 +93,7 @@ class Ctranslate2Decoder:
             )  # fmt: skip
             for index, answer in zip(chunk, answers, strict=True):
                 results[index] = self._rescored(answer, options["length_penalty"])
+            shown.update(start + len(chunk))  # as the Decoder: the rate from the first batch on
         return results
 
     def _rescored(self, answer, ct2_alpha: float) -> list[tuple[list[int], float]]:

@@ -22,11 +22,15 @@ def timing_signal(
     A start of shape [B, L] gives every row its own positions explicitly
     (coupled positions) -> [B, L, C]; length is then L.
     """
+    return timing_signal_at(positions_of(length, start), channels, min_timescale, max_timescale)
+
+
+def positions_of(length: tf.Tensor | int, start: tf.Tensor | int = 0) -> tf.Tensor:
+    """Positions start..start+length-1 -> [1, L]; a [B, L] start is taken as each
+    row's explicit positions (coupled positions) -> [B, L]."""
     if isinstance(start, tf.Tensor) and start.shape.rank == 2:
-        positions = start  # [B, L]
-    else:
-        positions = (tf.range(length) + start)[tf.newaxis]  # [1, L]
-    return timing_signal_at(positions, channels, min_timescale, max_timescale)
+        return start  # [B, L]
+    return (tf.range(length) + start)[tf.newaxis]  # [1, L]
 
 
 def timing_signal_at(
@@ -69,15 +73,8 @@ class LearnedPositions(keras.layers.Layer):
     def signal(self, length: tf.Tensor | int, start: tf.Tensor | int = 0) -> tf.Tensor:
         if not self.built:
             self.build()
-        if isinstance(start, tf.Tensor) and start.shape.rank == 2:
-            positions = start  # [B, L]
-        else:
-            positions = (tf.range(length) + start)[tf.newaxis]  # [1, L]
-        positions = tf.clip_by_value(positions, 0, self.max_positions - 1)
+        positions = tf.clip_by_value(positions_of(length, start), 0, self.max_positions - 1)
         return tf.gather(tf.cast(self.table, tf.float32), positions)  # [1 or B, L, C]
-
-    def call(self, length):
-        return self.signal(length)
 
 
 class SharedEmbedding(keras.layers.Layer):

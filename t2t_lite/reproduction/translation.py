@@ -14,7 +14,12 @@ smoothing, per subword) and sacrebleu's BLEU of the detokenized decodes.
 """
 
 import dataclasses
+import os
 
+import tensorflow as tf
+
+from t2t_lite import run_dir as run_dir_lib
+from t2t_lite.checkpoints import CHECKPOINT_NAME
 from t2t_lite.reproduction import greedy, seed_stats
 from t2t_lite.reproduction.entries import Entry
 from t2t_lite.training import averaging
@@ -146,17 +151,27 @@ def training_entries(keys: list[str]) -> dict[str, Entry]:
 
 def score(row: Row, run_dir: str, data_dir: str, split: str) -> dict:
     """BLEU (and accuracies) of one run's decodes of `split` with the row's decoding."""
-    checkpoint = ""
-    if row.average:
-        checkpoint = averaging.run(run_dir, row.average, [])
+    checkpoint = averaged(run_dir, row.average) if row.average else ""
     name = f"bleu_{'avg' if row.average else 'last'}_{row.decode.replace(',', '_')}"
     return greedy.evaluate(run_dir, data_dir, split, -1, row.decode, checkpoint, name)
 
 
+def averaged(run_dir: str, last: int) -> str:
+    """The average of the run's last `last` checkpoints: the one written before
+    when it is newer than every kept checkpoint (a rerun of the table neither
+    rewrites it nor, its write time unchanged, decodes it again), else a new one."""
+    kept = run_dir_lib.kept_checkpoints(run_dir)
+    step = kept[-1].rsplit("-", 1)[-1]
+    target = os.path.join(run_dir, run_dir_lib.AVERAGED_DIR, f"{CHECKPOINT_NAME}-{step}")
+    if tf.io.gfile.exists(target + ".index"):
+        written = tf.io.gfile.stat(target + ".index").mtime_nsec
+        if all(tf.io.gfile.stat(path + ".index").mtime_nsec <= written for path in kept):
+            return target
+    return averaging.run(run_dir, last, [])
+
+
 def parameters(run_dir: str) -> int:
     """The trained model's parameter count (embeddings included)."""
-    from t2t_lite import run_dir as run_dir_lib
-
     _, model, _ = run_dir_lib.open_run(run_dir)
     return int(sum(v.shape.num_elements() for v in model.trainable_variables))
 
@@ -165,6 +180,7 @@ def table_rows(keys: list[str], trained: dict[str, dict], data_dir: str, split: 
     """Per row key: (row, [(seed, run dir, perplexity, bleu, params)]), from the trained
     rows' comparison results (comparison.run's rows, by training key)."""
     table = []
+    counts: dict[str, int] = {}  # per run dir: decode-only rows share their training row's
     for key in keys:
         row = ROWS[key]
         source = trained[row.trains_as or key]
@@ -172,7 +188,9 @@ def table_rows(keys: list[str], trained: dict[str, dict], data_dir: str, split: 
         for seed, run_dir, results in seed_stats.runs(source):
             decoded = score(row, run_dir, data_dir, split)
             perplexity = results.get(split, {}).get("perplexity")
-            figures.append((seed, run_dir, perplexity, decoded["bleu"], parameters(run_dir)))
+            if run_dir not in counts:
+                counts[run_dir] = parameters(run_dir)
+            figures.append((seed, run_dir, perplexity, decoded["bleu"], counts[run_dir]))
         table.append((row, figures))
     return table
 
