@@ -1,4 +1,5 @@
-"""Algorithmic problems of tensor2tensor: identity, reverse, addition.
+"""Algorithmic problems of tensor2tensor (identity, reverse, addition) and of the
+looped-transformer papers (binary parity, sort).
 
 Symbols 0..base-1 have ids 2..base+1 (0 is PAD, 1 is EOS). Splits: "train"
 and "dev" draw lengths 1..40; "test" draws lengths 1..400, ten times the
@@ -89,6 +90,21 @@ class ReverseProblem(AlgorithmicProblem):
         return inputs[::-1]
 
 
+class ParityProblem(AlgorithmicProblem):
+    """Bits -> one symbol, 1 when the input holds an odd number of ones (Fan et al. 2025)."""
+
+    def target(self, inputs: list[int]) -> list[int]:
+        ones = sum(1 for i in inputs if i == 1 + sequences.NUM_RESERVED_IDS)
+        return [ones % 2 + sequences.NUM_RESERVED_IDS]
+
+
+class SortProblem(AlgorithmicProblem):
+    """Symbols -> the same symbols in ascending order."""
+
+    def target(self, inputs: list[int]) -> list[int]:
+        return sorted(inputs)
+
+
 def to_digits(number: int, base: int) -> list[int]:
     """Little-endian digits of a non-negative number."""
     digits = [number % base]
@@ -146,9 +162,9 @@ class AdditionProblem(AlgorithmicProblem):
             }
 
 
-def _register_family(task: str, cls: type) -> None:
+def _register_family(task: str, cls: type, bases=(("binary", 2), ("decimal", 10))) -> None:
     for length in (40, 20):
-        for base_name, base in (("binary", 2), ("decimal", 10)):
+        for base_name, base in bases:
             attributes = {"base": base, "train_length": length, "test_length": 10 * length}
             subclass = type(f"{cls.__name__}{base_name.title()}{length}", (cls,), attributes)
             problem.register(f"algorithmic_{task}_{base_name}{length}")(subclass)
@@ -157,3 +173,5 @@ def _register_family(task: str, cls: type) -> None:
 _register_family("identity", AlgorithmicProblem)
 _register_family("reverse", ReverseProblem)
 _register_family("addition", AdditionProblem)
+_register_family("parity", ParityProblem, bases=(("binary", 2),))
+_register_family("sort", SortProblem)

@@ -47,6 +47,22 @@ MODELS = {
     "ut_addition_coupled": lambda: ut_model(  # 4 separates "3" from "5"
         position_coupling="addition", position_separator_id=4
     ),
+    # Steps that grow with the source: ceil(n) - 1 for n = 4 and 2 real positions
+    # (3 and 1 steps); ACT with budgets ceil(n / 2) (2 and 1), bias low so the
+    # budget is what halts most positions.
+    "ut_length_depth": lambda: ut_model(
+        rec_steps_per_symbol=1.0, rec_steps_offset=-1, num_rec_steps=5
+    ),
+    "ut_length_depth_input_every_step_no_positions": lambda: ut_model(
+        rec_steps_per_symbol=1.0,
+        num_rec_steps=6,
+        rec_input_every_step=True,
+        position_embedding="none",
+    ),
+    "adaptive_ut_length_depth": lambda: ut_model(
+        adaptive=True, rec_steps_per_symbol=0.5, act_max_steps=4, act_halting_bias_init=-2.0
+    ),
+    "transformer_no_positions": lambda: transformer_model(position_embedding="none"),
     "adaptive_ut_basic_long": lambda: ut_model(
         adaptive=True, act_type="basic", act_halting_bias_init=-1.0, act_max_steps=6
     ),
@@ -180,10 +196,14 @@ def test_outputs_stop_at_input_length_plus_extra_length(beam_size):
     assert any(n == limit for n, limit in zip(lengths, limits, strict=True))
 
 
-@pytest.mark.parametrize("name", ["transformer_coupled", "adaptive_ut_coupled"])
+@pytest.mark.parametrize(
+    "name",
+    ["transformer_coupled", "adaptive_ut_coupled", "ut_length_depth", "adaptive_ut_length_depth"],
+)
 def test_coupled_positions_follow_each_hypothesis_source_under_beam_search(name):
     """Beam rows share their source's static cache entries (B rows) while the
-    decoder has B * K rows: each hypothesis must get its own source's length.
+    decoder has B * K rows: each hypothesis must get its own source's length
+    (for its coupled positions, or for its number of steps).
     The uncached reference tiles everything per hypothesis, so it is the oracle."""
     from t2t_lite.decoding import reference, search
 

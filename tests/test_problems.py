@@ -79,6 +79,23 @@ def test_addition_sums_and_separator_inside_vocab(base_name, base, tmp_path):
         assert len(inputs) <= 40
 
 
+def test_parity_and_sort_targets_by_hand(tmp_path):
+    parity = registry.PROBLEMS.get("algorithmic_parity_binary40")()
+    # ids 2, 3 are the bits 0, 1: three ones -> 1 (id 3); two ones -> 0 (id 2)
+    assert parity.target([3, 2, 3, 3]) == [3]
+    assert parity.target([3, 2, 2, 3]) == [2]
+    assert parity.target([2]) == [2]
+    assert parity.test_length == 400 and parity.vocab_size == 4
+    assert "algorithmic_parity_decimal40" not in registry.PROBLEMS.names()
+    sort = registry.PROBLEMS.get("algorithmic_sort_decimal20")()
+    assert sort.target([9, 2, 11, 2]) == [2, 2, 9, 11]
+    assert sort.test_length == 200
+    prob = small("algorithmic_parity_binary40")
+    prob.generate_data(str(tmp_path))
+    for ex in all_examples(prob, str(tmp_path), "train"):
+        assert ex["targets"] == [2 + ex["inputs"].count(3) % 2, sequences.EOS_ID]
+
+
 def test_digits_helpers_by_hand():
     assert algorithmic.to_digits(6, 2) == [0, 1, 1]
     assert algorithmic.to_digits(0, 10) == [0]

@@ -153,6 +153,8 @@ def build_spec(model, tokens: list[str], max_positions: int):
     matrix = _numpy(model.embedding.weights_matrix)  # [V, C]: the target's embedding
     if hp.position_embedding == "learned":  # past the table: its last row, as in t2t_lite
         positions = model.positions.signal(max_positions)[0].numpy()  # [P, C]
+    elif hp.position_embedding == "none":  # a table of zeros adds nothing
+        positions = np.zeros([max_positions, hp.hidden_size], np.float32)  # [P, C]
     else:
         positions = embedding.timing_signal(max_positions, hp.hidden_size)[0].numpy()  # [P, C]
     encoder, decoder = spec.encoder, spec.decoder

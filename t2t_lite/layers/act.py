@@ -103,12 +103,21 @@ class AdaptiveComputationTime(keras.layers.Layer):
         zeros = tf.zeros_like(running)  # [B, L]
         return state, tf.zeros_like(state), zeros, zeros, zeros, running
 
+    def _limit(self, budget: tf.Tensor | None) -> tf.Tensor | int:
+        """The step at which each row must halt: max_steps, or budget [B] (capped) as [B, 1]."""
+        if budget is None:
+            return self.max_steps
+        return tf.minimum(budget, self.max_steps)[:, tf.newaxis]  # [B, 1]
+
     def _advance(
-        self, step, new_state, state, output, accumulated, remainders, n_updates, running
+        self, step, limit, new_state, state, output, accumulated, remainders, n_updates, running
     ) -> tuple:
-        """Folds step `step`'s new state [B, L, C] into the carry; returns the next carry."""
+        """Folds step `step`'s new state [B, L, C] into the carry; returns the next carry.
+
+        limit: the last step allowed, max_steps or per row [B, 1] (`_limit`).
+        """
         p = tf.cast(tf.squeeze(self.halting(new_state), -1), tf.float32)  # [B, L]
-        last = tf.cast(step >= self.max_steps, tf.float32)
+        last = tf.cast(step >= limit, tf.float32)  # [] or [B, 1]
         passes = tf.cast(accumulated + p * running > self.threshold, tf.float32)
         halts = running * tf.maximum(passes, last)  # [B, L] halting at this step
         continues = running - halts
@@ -136,6 +145,7 @@ class AdaptiveComputationTime(keras.layers.Layer):
         state: tf.Tensor,
         step_fn: Callable[[tf.Tensor, int], tuple[tf.Tensor, Any]],
         frozen_fn: Callable[[tf.Tensor, int], Any],
+        budget: tf.Tensor | None = None,
     ) -> tuple[tf.Tensor, list]:
         """`apply` for one decoding position of every row, state [B, 1, C].
 
@@ -146,17 +156,18 @@ class AdaptiveComputationTime(keras.layers.Layer):
         for the batch; from the first step at which every row has halted,
         only frozen_fn (the carry no longer changes). Returns the output
         (equal to `apply`'s for the same position) and the caches of steps
-        1..max_steps.
+        1..max_steps. budget: as in `apply`.
         """
         if not self.built:
             self.build(state.shape)
+        limit = self._limit(budget)
         carry = self._initial_carry(state, tf.ones(tf.shape(state)[:2]))
         caches = []
         for step in range(1, self.max_steps + 1):
 
             def run(carry=carry, step=step):
                 new_state, cache = step_fn(carry[0], step)
-                return self._advance(step, new_state, *carry), cache
+                return self._advance(step, limit, new_state, *carry), cache
 
             def skip(carry=carry, step=step):
                 return carry, frozen_fn(carry[0], step)
@@ -174,18 +185,23 @@ class AdaptiveComputationTime(keras.layers.Layer):
         step_fn: Callable[[tf.Tensor, tf.Tensor], tf.Tensor],
         nonpadding: tf.Tensor,
         training: bool = False,
+        budget: tf.Tensor | None = None,
     ) -> tuple[tf.Tensor, PonderStats]:
         """state [B, L, C], step_fn(state, step) -> [B, L, C], nonpadding [B, L].
+
+        budget: each row's most steps [B] (length-scaled ACT), capped at
+        max_steps; None: max_steps for every row.
 
         Returns the combined output [B, L, C] and the ponder statistics.
         (`apply`, not `__call__`: Keras only takes tensors as call arguments.)
         """
         if not self.built:
             self.build(state.shape)
+        limit = self._limit(budget)
 
         def body(step, *carry):
             step += 1
-            return (step, *self._advance(step, step_fn(carry[0], step), *carry))
+            return (step, *self._advance(step, limit, step_fn(carry[0], step), *carry))
 
         def cond(step, state, output, accumulated, remainders, n_updates, running):
             return tf.logical_and(step < self.max_steps, tf.reduce_any(running > 0))

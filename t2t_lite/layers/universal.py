@@ -1,5 +1,6 @@
 """The Universal Transformer's recurrence: one shared block, signals at every step."""
 
+import dataclasses
 from collections.abc import Callable
 
 import keras
@@ -44,6 +45,51 @@ class StepSignal(keras.layers.Layer):
         return self.signal(step)
 
 
+@dataclasses.dataclass(frozen=True)
+class LengthDepth:
+    """Steps that grow with the input: ceil(per_symbol * n) + offset for a source
+    of n encoder positions, at least 1 and at most `cap` (the stack's max_steps).
+
+    In training each row may move by a uniform draw in [-random, random]
+    (`jitter`), so one model learns to run at many depths.
+    """
+
+    per_symbol: float
+    offset: int
+    random: int
+    cap: int
+
+    def steps(self, lengths: tf.Tensor, jitter: tf.Tensor | None = None) -> tf.Tensor:
+        """lengths [B] (int) -> each row's steps [B] int32.
+
+        The product is taken in float64 less 1e-9, so that a * n that is a
+        whole number in decimal (0.1 * 30) does not round up past it.
+        """
+        scaled = self.per_symbol * tf.cast(lengths, tf.float64) - 1e-9  # [B]
+        steps = tf.cast(tf.math.ceil(scaled), tf.int32) + self.offset
+        if jitter is not None:
+            steps += jitter
+        return tf.clip_by_value(steps, 1, self.cap)
+
+    def jitter(self, batch_size: tf.Tensor, seed) -> tf.Tensor | None:
+        """Training's per-row moves [B] int32 in [-random, random]; None when random is 0."""
+        if not self.random:
+            return None
+        return keras.random.randint(
+            [batch_size], -self.random, self.random + 1, dtype="int32", seed=seed
+        )
+
+
+def source_lengths(encoder_bias: tf.Tensor, rows: tf.Tensor | int | None = None) -> tf.Tensor:
+    """The count of real encoder positions per row, read off the encoder bias
+    [B', 1, 1, S] (0 where real) -> [B'], or [rows] when the decoder has rows / B'
+    consecutive rows per source (beam search's hypotheses)."""
+    lengths = tf.reduce_sum(tf.cast(tf.equal(encoder_bias[:, 0, 0, :], 0.0), tf.int32), 1)
+    if rows is not None:  # [B'] -> [rows]
+        lengths = tf.repeat(lengths, rows // tf.shape(lengths)[0])
+    return lengths
+
+
 class UniversalStack(keras.layers.Layer):
     """Applies one block `num_steps` times, or under ACT, adding position + step signals.
 
@@ -52,6 +98,12 @@ class UniversalStack(keras.layers.Layer):
     paper) or pre-norm (tensor2tensor), the latter with a final norm here.
     The block's weights are shared by every step: the parameter count does not
     depend on the number of steps.
+
+    Beyond the paper: `depth` (LengthDepth) gives each row its own number of
+    steps from its source length (rows whose steps are done keep their
+    state, as ACT keeps a halted position's); `use_positions=False` drops the
+    position signal (the step signal stays); `input_every_step` adds the
+    stack's input x_0 again at every step: H_t = block(H_{t-1} + P_t + x_0).
     """
 
     def __init__(
@@ -62,6 +114,9 @@ class UniversalStack(keras.layers.Layer):
         norm_position: str,
         halting: act.AdaptiveComputationTime | None = None,
         final_norm_name: str = "final_norm",
+        depth: LengthDepth | None = None,
+        use_positions: bool = True,
+        input_every_step: bool = False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -69,6 +124,9 @@ class UniversalStack(keras.layers.Layer):
         self.num_steps = num_steps
         self.step_signal = step_signal
         self.halting = halting
+        self.depth = depth
+        self.use_positions = use_positions
+        self.input_every_step = input_every_step
         self.final_norm = (
             keras.layers.LayerNormalization(
                 epsilon=transformer_layers.LAYER_NORM_EPSILON, name=final_norm_name
@@ -85,14 +143,40 @@ class UniversalStack(keras.layers.Layer):
         self,
         positions: Callable[[tf.Tensor | int], tf.Tensor],
         block_step: Callable[[tf.Tensor, tf.Tensor | int], tf.Tensor],
+        stack_input: tf.Tensor,
     ) -> Callable[[tf.Tensor, tf.Tensor | int], tf.Tensor]:
-        """step_fn(state, step) = block_step(state + P_t, step), P_t = positions(t) + step signal."""
+        """step_fn(state, step) = block_step(block input, step): the state plus
+        P_t = positions(t) + step signal (plus the stack's input, `input_every_step`)."""
 
         def step_fn(state: tf.Tensor, step: tf.Tensor | int) -> tf.Tensor:
-            signal = positions(step) + self.step_signal.signal(step)  # [1, L, C]
-            return block_step(state + tf.cast(signal, state.dtype), step)
+            return block_step(self._block_input(state, positions(step), step, stack_input), step)
 
         return step_fn
+
+    def _block_input(
+        self, state: tf.Tensor, position: tf.Tensor, step: tf.Tensor | int, stack_input: tf.Tensor
+    ) -> tf.Tensor:
+        """state [B, L, C] + position signal [1 or B, L, C] + step t's signal (+ x_0)."""
+        x = state + tf.cast(position + self.step_signal.signal(step), state.dtype)
+        return x + stack_input if self.input_every_step else x
+
+    def _masked_steps(
+        self, x: tf.Tensor, step_fn: Callable[[tf.Tensor, tf.Tensor], tf.Tensor], steps: tf.Tensor
+    ) -> tf.Tensor:
+        """max(steps) applications of step_fn; row b [B, L, C] takes the first steps[b]."""
+
+        def body(step, state):
+            step += 1
+            running = tf.reshape(step <= steps, [-1, 1, 1])  # [B, 1, 1]
+            return step, tf.where(running, step_fn(state, step), state)
+
+        _, x = tf.while_loop(
+            lambda step, state: step < tf.reduce_max(steps),
+            body,
+            (tf.constant(0), x),
+            maximum_iterations=self.max_steps,
+        )
+        return x
 
     def _positions(
         self, length: tf.Tensor, channels: int, position_start: tf.Tensor | int
@@ -102,6 +186,9 @@ class UniversalStack(keras.layers.Layer):
         A scalar position_start is every step's first position; a vector
         [max_steps] gives step t its own, position_start[t - 1].
         """
+        if not self.use_positions:
+            none = tf.zeros([1, 1, channels])  # [1, 1, C]
+            return lambda step: none
         if isinstance(position_start, tf.Tensor) and position_start.shape.rank == 1:
             return lambda step: embedding.timing_signal(
                 length, channels, start=tf.gather(position_start, step - 1)
@@ -116,24 +203,30 @@ class UniversalStack(keras.layers.Layer):
         position_start: tf.Tensor | int,
         nonpadding: tf.Tensor,
         training: bool = False,
+        row_steps: tf.Tensor | None = None,
     ) -> tuple[tf.Tensor, act.PonderStats | None]:
         """x [B, L, C]; block_fn applies self.block to [B, L, C]; nonpadding [B, L].
 
         position_start: the first position's index, one for every step (a
-        scalar) or one per step (a vector [max_steps]).
+        scalar) or one per step (a vector [max_steps]). row_steps: each row's
+        steps [B] under `depth` (under ACT, its most steps); None: num_steps.
 
         Returns the output [B, L, C] and, under ACT, the ponder statistics.
         """
         if not self.built:
             self.build()
         positions = self._positions(tf.shape(x)[1], x.shape[-1], position_start)
-        step_fn = self._with_signals(positions, lambda state, step: block_fn(state))
+        step_fn = self._with_signals(positions, lambda state, step: block_fn(state), x)
         stats = None
-        if self.halting is None:
+        if self.halting is not None:
+            x, stats = self.halting.apply(
+                x, step_fn, nonpadding, training=training, budget=row_steps
+            )
+        elif row_steps is not None:
+            x = self._masked_steps(x, step_fn, row_steps)
+        else:
             for step in range(1, self.num_steps + 1):
                 x = step_fn(x, step)
-        else:
-            x, stats = self.halting.apply(x, step_fn, nonpadding, training=training)
         if self.final_norm is not None:
             x = self.final_norm(x)
         return x, stats
@@ -177,10 +270,15 @@ class UniversalStack(keras.layers.Layer):
         cross = cache[sequences.STATIC_CACHE]
         start = index if position is None else position  # a scalar, or [B, 1] coupled positions
         position = embedding.timing_signal(1, x.shape[-1], start=start)  # [1 or B, 1, C]
+        if not self.use_positions:
+            position = tf.zeros([1, 1, x.shape[-1]])  # [1, 1, C]
+        stack_input = x
+        row_steps = None
+        if self.depth is not None:  # [B]: this row's source decides its steps
+            row_steps = self.depth.steps(source_lengths(encoder_bias, tf.shape(x)[0]))
 
         def block_input(state: tf.Tensor, step: int) -> tf.Tensor:
-            signal = position + self.step_signal.signal(step)  # [1, 1, C]
-            return state + tf.cast(signal, state.dtype)
+            return self._block_input(state, position, step, stack_input)
 
         def full(state: tf.Tensor, step: int) -> tuple[tf.Tensor, dict]:
             return self.block.decode_step(
@@ -193,13 +291,45 @@ class UniversalStack(keras.layers.Layer):
             )
 
         new = dict(cache)
-        if self.halting is None:
+        if self.halting is None and row_steps is None:
             for step in range(1, self.num_steps + 1):
                 x, new[f"step_{step}"] = full(x, step)
+        elif self.halting is None:
+            x, step_caches = self._masked_cached_steps(x, full, frozen, row_steps)
+            for step, step_cache in enumerate(step_caches, start=1):
+                new[f"step_{step}"] = step_cache
         else:
-            x, step_caches = self.halting.apply_cached(x, full, frozen)
+            x, step_caches = self.halting.apply_cached(x, full, frozen, budget=row_steps)
             for step, step_cache in enumerate(step_caches, start=1):
                 new[f"step_{step}"] = step_cache
         if self.final_norm is not None:
             x = self.final_norm(x)
         return x, new
+
+    def _masked_cached_steps(
+        self,
+        x: tf.Tensor,
+        full: Callable[[tf.Tensor, int], tuple[tf.Tensor, dict]],
+        frozen: Callable[[tf.Tensor, int], dict],
+        row_steps: tf.Tensor,
+    ) -> tuple[tf.Tensor, list]:
+        """`_masked_steps` for one position, x [B, 1, C]: every step's cache
+        is written (the block's, or once no row runs, only the frozen
+        state's keys and values, so all caches keep one shape)."""
+        caches = []
+        for step in range(1, self.max_steps + 1):
+            running = tf.reshape(step <= row_steps, [-1, 1, 1])  # [B, 1, 1]
+
+            def run(x=x, step=step, running=running):
+                new_x, step_cache = full(x, step)
+                return tf.where(running, new_x, x), step_cache
+
+            def skip(x=x, step=step):
+                return x, frozen(x, step)
+
+            if step == 1:  # every row takes at least one step
+                x, step_cache = run()
+            else:
+                x, step_cache = tf.cond(tf.reduce_any(running), run, skip)
+            caches.append(step_cache)
+        return x, caches

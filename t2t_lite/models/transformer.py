@@ -310,7 +310,10 @@ class Transformer(keras.Model):
 
     def position_signal(self, length: tf.Tensor | int, start: tf.Tensor | int = 0) -> tf.Tensor:
         """Positions start..start+length-1 (or a [B, L] start of explicit positions)
-        -> float32 [1 or B, L, C]: sinusoids, or the learned table's rows."""
+        -> float32 [1 or B, L, C]: sinusoids, the learned table's rows, or zeros
+        [1, L, C] with position_embedding="none"."""
+        if self.hparams.position_embedding == "none":
+            return tf.zeros([1, length, self.hparams.hidden_size])  # [1, L, C]
         if self.hparams.position_embedding == "learned":
             return self.positions.signal(length, start)
         return embedding.timing_signal(length, self.hparams.hidden_size, start=start)

@@ -19,7 +19,7 @@ POSITION_COUPLINGS = ("none", "reverse", "addition")
 # tokens per batch; the deepest Transformers: ~1,000 layers): a value above one
 # is a typo, and building or batching it would grow memory for minutes before
 # failing. Each is refused with one line instead.
-POSITION_EMBEDDINGS = ("sinusoid", "learned")
+POSITION_EMBEDDINGS = ("sinusoid", "learned", "none")
 LIMITS = {
     "hidden_size": 2**16,
     "filter_size": 2**18,
@@ -84,7 +84,8 @@ class TransformerHParams:
     # hidden_size / num_heads (the paper's Table 3 (B)).
     attention_key_channels: int = 0
     # "sinusoid" (the paper's timing signal) or "learned": a trained table of
-    # max_length position vectors (Table 3 (E); later positions read its last row).
+    # max_length position vectors (Table 3 (E); later positions read its last row);
+    # "none": no position signal (order only through the decoder's causal mask).
     position_embedding: str = "sinusoid"
     # One matrix for source embedding, target embedding and softmax (the paper's);
     # False: three (tensor2tensor's name).

@@ -25,6 +25,14 @@ class UniversalTransformer(transformer.Transformer):
     hparams_class = UTHParams
     always_has_seed_generator = True  # every UT checkpoint holds it
 
+    def __init__(self, hparams: UTHParams, vocab_size: int, input_encoding: str = "tokens", **kw):
+        if hparams.length_depth and input_encoding == "none":
+            raise ValueError(
+                f"rec_steps_per_symbol={hparams.rec_steps_per_symbol} scales the depth with "
+                "the input's length, and a decoder-only problem (input_encoding='none') has no input"
+            )
+        super().__init__(hparams, vocab_size, input_encoding, **kw)
+
     def block_config(self) -> transformer_layers.BlockConfig:
         return dataclasses.replace(
             super().block_config(), transition=self.hparams.transformer_ffn_type
@@ -40,6 +48,11 @@ class UniversalTransformer(transformer.Transformer):
         callable, outside Keras's __call__, so no name scope does it for them.
         """
         hp = self.hparams
+        depth = None
+        if hp.length_depth:
+            depth = universal.LengthDepth(
+                hp.rec_steps_per_symbol, hp.rec_steps_offset, hp.rec_steps_random, hp.max_steps
+            )
         stacks = [None] if not self.has_encoder else []
         blocks = (
             ("encoder", transformer_layers.EncoderBlock, {}),
@@ -72,6 +85,9 @@ class UniversalTransformer(transformer.Transformer):
                     halting,
                     name=name,
                     final_norm_name=f"{name}_final_norm",
+                    depth=depth,
+                    use_positions=hp.position_embedding != "none",
+                    input_every_step=hp.rec_input_every_step,
                 )
             )
         return stacks[0], stacks[1]
@@ -80,13 +96,23 @@ class UniversalTransformer(transformer.Transformer):
         """Under random_per_step, one offset per recurrence step (see Transformer)."""
         return (self.hparams.max_steps,)
 
+    def row_steps(self, lengths: tf.Tensor, jitter: tf.Tensor | None = None) -> tf.Tensor | None:
+        """Each row's steps [B] for source lengths [B] under length-scaled depth; else None."""
+        depth = self.decoder.depth
+        return None if depth is None else depth.steps(lengths, jitter)
+
     def encode_with_stats(
-        self, inputs: tf.Tensor, training: bool = False, position_start: tf.Tensor | int = 0
+        self,
+        inputs: tf.Tensor,
+        training: bool = False,
+        position_start: tf.Tensor | int = 0,
+        jitter: tf.Tensor | None = None,
     ) -> tuple[tf.Tensor, tf.Tensor, act.PonderStats | None]:
         """inputs [B, L] -> (encoded [B, S, C], bias [B, 1, 1, S], ponder stats or None).
 
         S = L for tokens, the fact count for facts; a decoder-only model
-        returns its empty memory and no stats.
+        returns its empty memory and no stats. jitter [B]: training's moves
+        of the length-scaled steps (`forward`).
         """
         if not self.has_encoder:
             return (*self.empty_memory(inputs), None)
@@ -95,12 +121,14 @@ class UniversalTransformer(transformer.Transformer):
         bias = masks.nonpadding_bias(nonpadding)
         mask = nonpadding[..., tf.newaxis]  # [B, S, 1]
         x = self.input_dropout(x, training=training)
+        lengths = tf.reduce_sum(tf.cast(nonpadding, tf.int32), 1)  # [B]
         encoded, stats = self.encoder.apply(
             x,
             lambda h: self.encoder.block(h, bias, mask, training=training),
             position_start,
             nonpadding,
             training=training,
+            row_steps=self.row_steps(lengths, jitter),
         )
         return encoded, bias, stats
 
@@ -111,6 +139,7 @@ class UniversalTransformer(transformer.Transformer):
         encoder_bias: tf.Tensor,
         training: bool = False,
         position_start: tf.Tensor | int = 0,
+        jitter: tf.Tensor | None = None,
     ) -> tuple[tf.Tensor, act.PonderStats | None]:
         """Teacher-forced: targets [B, T] -> (float32 logits [B, T, V], ponder stats or None).
 
@@ -127,6 +156,7 @@ class UniversalTransformer(transformer.Transformer):
             position_start,
             masks.padding_mask(targets),
             training=training,
+            row_steps=self.row_steps(universal.source_lengths(encoder_bias), jitter),
         )
         return self.softmax.logits(decoded), stats
 
@@ -153,11 +183,15 @@ class UniversalTransformer(transformer.Transformer):
     def forward(self, features, training=False) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         """Logits [B, T, V]; under ACT also the ponder cost ("loss") and ponder metrics."""
         encoder_start, decoder_start = self.position_starts(features, training)
+        jitter = None
+        if training and self.decoder.depth is not None:  # one draw per row, both stacks
+            batch_size = tf.shape(features["targets"])[0]
+            jitter = self.decoder.depth.jitter(batch_size, self.seed_generator)
         encoded, bias, encoder_stats = self.encode_with_stats(
-            features["inputs"], training, encoder_start
+            features["inputs"], training, encoder_start, jitter
         )
         logits, decoder_stats = self.decode_with_stats(
-            features["targets"], encoded, bias, training, decoder_start
+            features["targets"], encoded, bias, training, decoder_start, jitter
         )
         if decoder_stats is None:
             return logits, {}

@@ -35,6 +35,20 @@ class UniversalTransformerHParams(transformer_hparams.TransformerHParams):
     # dense initialiser) or "zeros" (every position starts at p = sigmoid(bias),
     # whatever the scale of its state: see act.HALTING_KERNEL_INITS).
     act_halting_kernel_init: str = "glorot_uniform"
+    # Depth that grows with the input (Fan et al. 2025's looped transformers):
+    # with rec_steps_per_symbol a > 0, a source of n encoder positions (EOS
+    # included) gets ceil(a * n) + rec_steps_offset steps in both stacks
+    # (under ACT: that many at most), capped at num_rec_steps (act_max_steps
+    # under ACT), which then sizes the loops and the decoding cache. In
+    # training each example's count moves by a uniform draw in
+    # [-rec_steps_random, rec_steps_random] (at least 1 step). See
+    # universal.LengthDepth.
+    rec_steps_per_symbol: float = 0.0
+    rec_steps_offset: int = 0
+    rec_steps_random: int = 0
+    # Re-add the stack's input (the embedded tokens) before every step, as
+    # looped transformers inject their input at every loop.
+    rec_input_every_step: bool = False
 
     def __post_init__(self):
         super().__post_init__()
@@ -44,9 +58,29 @@ class UniversalTransformerHParams(transformer_hparams.TransformerHParams):
             limit = transformer_hparams.LIMITS["num_hidden_layers"]
             require(getattr(self, key) <= limit, key, f"must be <= {limit:,}")
         require(
-            self.position_embedding == "sinusoid",
+            self.position_embedding in ("sinusoid", "none"),
             "position_embedding",
-            "is a Transformer option: the UT's positions are its per-step signals",
+            "must be sinusoid or none: the UT's positions are its per-step signals",
+        )
+        require(
+            math.isfinite(self.rec_steps_per_symbol) and 0.0 <= self.rec_steps_per_symbol <= 64.0,
+            "rec_steps_per_symbol",
+            "must be in [0, 64] (0: a fixed number of steps)",
+        )
+        require(
+            self.length_depth or (self.rec_steps_offset == 0 and self.rec_steps_random == 0),
+            "rec_steps_offset, rec_steps_random",
+            "apply only with rec_steps_per_symbol > 0",
+        )
+        require(
+            abs(self.rec_steps_offset) <= self.max_steps,
+            "rec_steps_offset",
+            f"must be within the step cap ({self.max_steps}) either side of 0",
+        )
+        require(
+            0 <= self.rec_steps_random <= self.max_steps,
+            "rec_steps_random",
+            f"must be in [0, {self.max_steps}] (the step cap)",
         )
         require(
             not self.position_every_layer,
@@ -94,6 +128,11 @@ class UniversalTransformerHParams(transformer_hparams.TransformerHParams):
     @property
     def adaptive(self) -> bool:
         return self.recurrence_type == "act"
+
+    @property
+    def length_depth(self) -> bool:
+        """Whether the number of steps grows with the input (rec_steps_per_symbol > 0)."""
+        return self.rec_steps_per_symbol > 0.0
 
     @property
     def max_steps(self) -> int:

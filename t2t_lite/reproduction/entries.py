@@ -16,7 +16,13 @@ PAPER_TABLE4 = {
     "reverse": {"transformer": (0.13, 0.06), "universal_transformer": (0.96, 0.46)},
     "addition": {"transformer": (0.07, 0.0), "universal_transformer": (0.34, 0.02)},
 }
-TASKS = {"identity": "copy", "reverse": "reverse", "addition": "addition"}
+TASKS = {
+    "identity": "copy",
+    "reverse": "reverse",
+    "addition": "addition",
+    "parity": "parity",
+    "sort": "sort",
+}
 # UT paper, Tables 5 (memorization) and 6 (program evaluation), Learning to
 # Execute test sets: (char-acc, seq-acc).
 PAPER_LTE = {

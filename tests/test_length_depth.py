@@ -1,0 +1,135 @@
+"""Depth that grows with the input, input re-added at every step, no position signal."""
+
+import dataclasses
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from test_transformer import tiny_model
+from test_universal_transformer import ut_model
+
+from t2t_lite import checkpoints, registry
+from t2t_lite.layers import embedding, universal
+from t2t_lite.models import universal_transformer
+
+# Two sources of 4 and 2 real positions (EOS included), one of 6.
+INPUTS = tf.constant([[3, 4, 5, 1, 0, 0], [6, 1, 0, 0, 0, 0], [3, 7, 8, 9, 4, 1]])
+TARGETS = tf.constant([[7, 8, 1], [9, 1, 0], [5, 5, 1]])
+
+
+def test_steps_by_hand():
+    depth = universal.LengthDepth(per_symbol=0.25, offset=1, random=0, cap=12)
+    lengths = tf.constant([1, 4, 5, 41, 100])
+    # ceil(0.25) + 1, ceil(1) + 1, ceil(1.25) + 1, ceil(10.25) + 1, ceil(25) + 1 capped
+    assert depth.steps(lengths).numpy().tolist() == [2, 2, 3, 12, 12]
+    # 0.1 * 30 is 3.0000000000000004 in binary: still 3 steps, not 4.
+    tenth = universal.LengthDepth(per_symbol=0.1, offset=0, random=0, cap=99)
+    assert tenth.steps(tf.constant([30, 31, 1])).numpy().tolist() == [3, 4, 1]
+    # Moves never leave [1, cap].
+    moved = depth.steps(tf.constant([1, 41]), tf.constant([-5, 5])).numpy().tolist()
+    assert moved == [1, 12]
+
+
+def test_training_moves_cover_the_range_and_no_more():
+    depth = universal.LengthDepth(per_symbol=1.0, offset=0, random=2, cap=50)
+    seed = keras.random.SeedGenerator(3)
+    draws = np.concatenate([depth.jitter(tf.constant(64), seed).numpy() for _ in range(8)])
+    assert set(draws.tolist()) == {-2, -1, 0, 1, 2}
+    assert universal.LengthDepth(1.0, 0, 0, 50).jitter(tf.constant(4), seed) is None
+
+
+def identity_stack(**options):
+    """A post-norm stack (no final norm) whose block the tests pass as identity."""
+    return universal.UniversalStack(
+        keras.layers.Identity(),
+        num_steps=options.pop("num_steps", 5),
+        step_signal=universal.StepSignal("sinusoid", 5, 8),
+        norm_position="post",
+        **options,
+    )
+
+
+@pytest.mark.parametrize("input_every_step", [False, True])
+def test_an_identity_block_sums_each_rows_own_signals(input_every_step):
+    """With block(h) = h, H_k = x_0 + sum_{t<=k} (S_t [+ x_0]) where k is the
+    row's step count: positions off, step signals S_t, the input re-added."""
+    depth = universal.LengthDepth(per_symbol=1.0, offset=0, random=0, cap=5)
+    stack = identity_stack(depth=depth, use_positions=False, input_every_step=input_every_step)
+    x = tf.random.stateless_normal([2, 3, 8], seed=[1, 2])
+    steps = tf.constant([2, 4])
+    out, _ = stack.apply(x, lambda h: h, 0, tf.ones([2, 3]), row_steps=steps)
+    for row, k in enumerate([2, 4]):
+        signals = sum(embedding.timing_signal(1, 8, start=t)[0, 0].numpy() for t in range(1, k + 1))
+        expected = x[row].numpy() * (1 + k * input_every_step) + signals
+        np.testing.assert_allclose(out[row].numpy(), expected, atol=1e-5)
+
+
+def test_each_row_equals_a_fixed_depth_run_of_its_own_steps():
+    """Row b of a length-scaled UT (ceil(n) - 1 steps: 3, 1, 5) gives the logits
+    of the same weights run with num_rec_steps = its steps, alone."""
+    scaled = ut_model(rec_steps_per_symbol=1.0, rec_steps_offset=-1, num_rec_steps=6)
+    logits = scaled({"inputs": INPUTS, "targets": TARGETS}).numpy()
+    for row, steps in enumerate([3, 1, 5]):
+        fixed = ut_model(num_rec_steps=steps)
+        fixed.set_weights(scaled.get_weights())
+        alone = fixed({"inputs": INPUTS[row : row + 1], "targets": TARGETS[row : row + 1]})
+        np.testing.assert_allclose(logits[row], alone.numpy()[0], atol=1e-5)
+
+
+def test_act_budget_scales_with_the_source():
+    """A halting unit that never fires on its own (p = sigmoid(-20)) runs each
+    row to its budget ceil(n / 2) (2, 1, 3), capped at act_max_steps = 4."""
+    model = ut_model(
+        adaptive=True,
+        rec_steps_per_symbol=0.5,
+        act_max_steps=4,
+        act_halting_bias_init=-20.0,
+        act_halting_kernel_init="zeros",
+    )
+    _, _, stats = model.encode_with_stats(INPUTS)
+    real = INPUTS.numpy() > 0
+    updates = stats.n_updates.numpy()
+    for row, budget in enumerate([2, 1, 3]):
+        assert set(updates[row][real[row]].tolist()) == {budget}
+    assert int(stats.steps) == 3
+
+
+def test_training_draws_one_move_per_row_for_both_stacks():
+    model = ut_model(rec_steps_per_symbol=1.0, num_rec_steps=8, rec_steps_random=2)
+    features = {"inputs": INPUTS, "targets": TARGETS}
+    logits, _ = model.forward(features, training=True)
+    assert np.isfinite(logits.numpy()).all()
+    # Evaluation draws nothing: two passes agree.
+    np.testing.assert_array_equal(model(features).numpy(), model(features).numpy())
+
+
+@pytest.mark.parametrize("family", ["transformer", "universal_transformer"])
+def test_without_positions_the_encoder_ignores_order(family):
+    """position_embedding=none: permuting the source permutes the encoder's output."""
+    model = (
+        tiny_model(position_embedding="none")
+        if family == "transformer"
+        else ut_model(position_embedding="none", rec_input_every_step=True)
+    )
+    checkpoints.build_model(model)
+    source = tf.constant([[3, 4, 5, 6, 1]])
+    order = [2, 0, 3, 1, 4]
+    encoded, _ = model.encode(source)
+    permuted, _ = model.encode(tf.gather(source, order, axis=1))
+    np.testing.assert_allclose(
+        tf.gather(encoded, order, axis=1).numpy(), permuted.numpy(), atol=1e-5
+    )
+
+
+def test_options_are_refused_where_they_mean_nothing():
+    base = registry.HPARAMS.get("universal_transformer_test")()
+    with pytest.raises(ValueError, match=r"\(rec_steps_offset, rec_steps_random\)"):
+        dataclasses.replace(base, rec_steps_offset=2)
+    with pytest.raises(ValueError, match=r"\(rec_steps_per_symbol\)"):
+        dataclasses.replace(base, rec_steps_per_symbol=-1.0)
+    with pytest.raises(ValueError, match=r"\(position_embedding\)"):
+        dataclasses.replace(base, position_embedding="learned")
+    scaled = dataclasses.replace(base, rec_steps_per_symbol=0.5)
+    with pytest.raises(ValueError, match="decoder-only problem"):
+        universal_transformer.UniversalTransformer(scaled, 11, input_encoding="none")
