@@ -7,6 +7,7 @@ overrides; `t2t-compare --models` names entries. The paper's Table 4
 """
 
 import dataclasses
+import math
 
 from t2t_lite.data import problem as problem_lib
 
@@ -38,6 +39,17 @@ PAPER_LTE = {
 OFFSETS = "position_start_index=random,position_start_max=400"
 # universal_transformer_algorithmic_tiny's depth (recurrence steps) and width.
 UT_SHAPE = "num_hidden_layers=4,hidden_size=64,filter_size=256"
+# Depth that grows with the input (issue of the UT's own edge; docs/length_depth.md):
+# ceil(a * n) + b steps for n source positions, capped at LENGTH_DEPTH_CAP (past
+# the 401 positions of the length-40 problems' test inputs), moved by up to
+# LENGTH_DEPTH_RANDOM in training, the input re-added at every step.
+LENGTH_DEPTH_A, LENGTH_DEPTH_B, LENGTH_DEPTH_RANDOM = 0.5, 1, 1
+LENGTH_DEPTH_CAP = 208
+LENGTH_DEPTH = (
+    f"rec_steps_per_symbol={LENGTH_DEPTH_A},rec_steps_offset={LENGTH_DEPTH_B},"
+    f"rec_steps_random={LENGTH_DEPTH_RANDOM},rec_input_every_step=True"
+)
+ORDERLESS_TASKS = ("parity", "sort")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,24 +63,30 @@ class Entry:
     hparams: str = ""
     babi_hparams_set: str = ""  # the set for bAbI problems ("": not for bAbI)
     coupled: bool = False  # position coupling for the problem's task (`hparams_for`)
+    # Positions chosen by the task (`task_positions`): none, offsets, or offsets and coupling.
+    by_task: bool = False
+    # Layers = the length-scaled UT's steps at the problem's longest training input.
+    depth_matched: bool = False
 
     def hparams_for(self, key: str, problem: str) -> str:
         """The entry's overrides for `problem`: with `coupled`, the coupling of its
-        task (reverse, or addition with the problem's separator); an error for others."""
-        if not self.coupled:
-            return self.hparams
-        task = task_of(problem)
-        if task == "reverse":
-            coupling = "position_coupling=reverse"
-        elif task == "addition":
-            separator = problem_lib.get(problem).separator_id
-            coupling = f"position_coupling=addition,position_separator_id={separator}"
-        else:
-            raise ValueError(
-                f"--models: {key} couples positions for reverse and addition problems "
-                f"only, not {problem}"
-            )
-        return ",".join(part for part in (self.hparams, coupling) if part)
+        task (reverse, or addition with the problem's separator), an error for
+        others; with `by_task`, `task_positions`; with `depth_matched`, the
+        layers of `matched_layers`."""
+        parts = [self.hparams]
+        if self.coupled:
+            coupling = _coupling(problem)
+            if coupling is None:
+                raise ValueError(
+                    f"--models: {key} couples positions for reverse and addition problems "
+                    f"only, not {problem}"
+                )
+            parts.append(coupling)
+        if self.by_task:
+            parts.append(task_positions(problem))
+        if self.depth_matched:
+            parts.append(f"num_hidden_layers={matched_layers(problem)}")
+        return ",".join(part for part in parts if part)
 
     def hparams_set_for(self, problem: str) -> str:
         """The hparams set for `problem`: bAbI problems (fact encoding) get their own."""
@@ -157,7 +175,91 @@ ENTRIES = {
         f"{OFFSETS},{UT_SHAPE},position_every_layer=True",
         coupled=True,
     ),
+    # The UT's own edge (docs/length_depth.md): one table on parity, copy, reverse
+    # and addition, positions as each task needs them (`task_positions`).
+    "ut_length_depth": Entry(
+        "UT, depth ceil(n/2)+1, input every step",
+        "universal_transformer",
+        "universal_transformer_algorithmic_tiny",
+        "universal_transformer",
+        f"{LENGTH_DEPTH},num_rec_steps={LENGTH_DEPTH_CAP}",
+        by_task=True,
+    ),
+    "adaptive_ut_length_depth": Entry(
+        "UT + ACT, budget ceil(n/2)+1, input every step",
+        "universal_transformer",
+        "adaptive_universal_transformer_algorithmic_tiny",
+        "universal_transformer",
+        f"{LENGTH_DEPTH},act_max_steps={LENGTH_DEPTH_CAP}",
+        by_task=True,
+    ),
+    "ut_fixed_depth": Entry(
+        "UT, 4 steps",
+        "universal_transformer",
+        "universal_transformer_algorithmic_tiny",
+        "universal_transformer",
+        by_task=True,
+    ),
+    # The UT's one block unshared once: the same parameters (but the step signal).
+    "transformer_equal_params": Entry(
+        "Transformer, UT's parameters (1 layer)",
+        "transformer",
+        "transformer_algorithmic_tiny",
+        "transformer",
+        "num_hidden_layers=1,hidden_size=64,filter_size=256",
+        by_task=True,
+    ),
+    "transformer_equal_compute": Entry(
+        "Transformer, UT's width, as many layers as its steps at the training length",
+        "transformer",
+        "transformer_algorithmic_tiny",
+        "transformer",
+        "hidden_size=64,filter_size=256",
+        by_task=True,
+        depth_matched=True,
+    ),
+    "transformer_by_task": Entry(
+        "Transformer, coupled positions",
+        "transformer",
+        "transformer_algorithmic_tiny",
+        "transformer",
+        by_task=True,
+    ),
 }
+LENGTH_TABLE = (
+    "ut_length_depth",
+    "ut_fixed_depth",
+    "transformer_equal_params",
+    "transformer_equal_compute",
+    "transformer_by_task",
+)
+
+
+def _coupling(problem: str) -> str | None:
+    """The position coupling of `problem`'s task (reverse, addition), else None."""
+    task = task_of(problem)
+    if task == "reverse":
+        return "position_coupling=reverse"
+    if task == "addition":
+        separator = problem_lib.get(problem).separator_id
+        return f"position_coupling=addition,position_separator_id={separator}"
+    return None
+
+
+def task_positions(problem: str) -> str:
+    """Positions as the task needs them: none where order does not matter
+    (parity, sort: the encoder reads a multiset), shared random offsets for
+    copy, offsets and coupling for reverse and addition."""
+    if task_of(problem) in ORDERLESS_TASKS:
+        return "position_embedding=none"
+    return ",".join(part for part in (OFFSETS, _coupling(problem)) if part)
+
+
+def matched_layers(problem: str) -> int:
+    """The length-scaled UT's steps (LENGTH_DEPTH) at `problem`'s longest
+    training input, its EOS included: a Transformer as deep does its compute."""
+    n = problem_lib.get(problem).max_length("train")
+    return math.ceil(LENGTH_DEPTH_A * n) + LENGTH_DEPTH_B
 
 
 def task_of(problem: str) -> str | None:
@@ -177,8 +279,12 @@ def paper_figures(problem: str, paper_row: str) -> tuple[float | None, float | N
 
 
 def parse_entries(names: list[str]) -> list[Entry]:
-    """Names of ENTRIES -> entries; an unknown name is an error listing the known ones."""
+    """Names of ENTRIES (or "length_table": LENGTH_TABLE's) -> entries; an unknown
+    name is an error listing the known ones."""
+    names = [key for name in names for key in (LENGTH_TABLE if name == "length_table" else [name])]
     unknown = [n for n in names if n not in ENTRIES]
     if unknown:
-        raise ValueError(f"--models: unknown {unknown}; known: {', '.join(ENTRIES)}")
+        raise ValueError(
+            f"--models: unknown {unknown}; known: {', '.join(ENTRIES)}, or length_table"
+        )
     return [ENTRIES[n] for n in names]
