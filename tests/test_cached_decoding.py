@@ -59,6 +59,13 @@ MODELS = {
         rec_input_every_step=True,
         position_embedding="none",
     ),
+    "ut_length_depth_fixed_decoder": lambda: ut_model(
+        rec_steps_per_symbol=1.0, num_rec_steps=6, rec_decoder_steps=2
+    ),
+    "ut_length_depth_causal_encoder": lambda: ut_model(
+        rec_steps_per_symbol=1.0, num_rec_steps=6, causal_encoder=True, position_embedding="none"
+    ),
+    "transformer_causal_encoder": lambda: transformer_model(causal_encoder=True),
     "adaptive_ut_length_depth": lambda: ut_model(
         adaptive=True, rec_steps_per_symbol=0.5, act_max_steps=4, act_halting_bias_init=-2.0
     ),

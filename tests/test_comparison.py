@@ -362,8 +362,9 @@ def test_greedy_figures_sit_beside_the_teacher_forced_ones(copy_run, tmp_path, m
 def test_length_table_entries_resolve_with_positions_by_task():
     """The length table's rows: positions as each task needs them, the
     equal-parameter Transformer with the UT's one block, the equal-compute one
-    as deep as the UT's steps at the longest training input (ceil(41 / 2) + 1
-    = 22 for length 40, 12 for length 20), and a step cap past every test input."""
+    encoder as deep as the UT's steps at the longest training input (ceil(41 / 2)
+    + 1 = 22 for length 40, 12 for length 20) and the decoder as deep as the
+    UT's fixed decoder, and a step cap past every test input."""
     from t2t_lite import experiment
     from t2t_lite.layers import universal
     from t2t_lite.reproduction import entries
@@ -381,12 +382,13 @@ def test_length_table_entries_resolve_with_positions_by_task():
         hparams("transformer_by_task", "algorithmic_identity_decimal40").position_start_max == 400
     )
     assert hparams("transformer_equal_params", parity).num_hidden_layers == 1
-    assert hparams("transformer_equal_compute", parity).num_hidden_layers == 22
-    assert (
-        hparams("transformer_equal_compute", "algorithmic_sort_decimal20").num_hidden_layers == 12
-    )
+    compute = hparams("transformer_equal_compute", parity)
+    assert (compute.encoder_layers, compute.decoder_layers, compute.hidden_size) == (22, 4, 64)
+    sort = hparams("transformer_equal_compute", "algorithmic_sort_decimal20")
+    assert sort.encoder_layers == 12
     ut = hparams("ut_length_depth", "algorithmic_addition_decimal40")
     assert ut.length_depth and ut.rec_input_every_step and ut.position_coupling == "addition"
+    assert ut.rec_decoder_steps == 4
     depth = universal.LengthDepth(
         ut.rec_steps_per_symbol, ut.rec_steps_offset, 0, cap=10**6
     )  # uncapped: the steps asked for at the test split's longest input (401 positions)

@@ -27,6 +27,7 @@ def _tokens(ids, tokens):
         "pre",
         "post",
         "pre,position_embedding=learned,max_length=8",
+        "pre,position_embedding=none",
         "pre,shared_embedding_and_softmax_weights=false",
     ],
 )
@@ -206,6 +207,7 @@ def test_a_ctranslate2_export_is_written_through_gfile(copy_run):
         ({"position_coupling": "reverse"}, "position_coupling='reverse'"),
         ({"position_every_layer": True}, "position_every_layer=True"),
         ({"attention_key_channels": 8}, "attention_key_channels"),
+        ({"causal_encoder": True}, "causal_encoder=True"),
     ],
 )
 def test_positions_ctranslate2_cannot_express_are_refused(overrides, named):

@@ -122,6 +122,19 @@ def test_without_positions_the_encoder_ignores_order(family):
     )
 
 
+@pytest.mark.parametrize("family", ["transformer", "universal_transformer"])
+def test_a_causal_encoder_reads_no_later_source_position(family):
+    """causal_encoder: changing source position 3 leaves positions 0..2 of the
+    encoder's output as they were, and changes position 3."""
+    options = {"causal_encoder": True, "position_embedding": "none"}
+    model = tiny_model(**options) if family == "transformer" else ut_model(**options)
+    checkpoints.build_model(model)
+    first, _ = model.encode(tf.constant([[3, 4, 5, 6, 7, 1]]))
+    second, _ = model.encode(tf.constant([[3, 4, 5, 9, 7, 1]]))
+    np.testing.assert_allclose(first[:, :3].numpy(), second[:, :3].numpy(), atol=1e-6)
+    assert np.abs(first[:, 3] - second[:, 3]).max() > 1e-3
+
+
 def test_options_are_refused_where_they_mean_nothing():
     base = registry.HPARAMS.get("universal_transformer_test")()
     with pytest.raises(ValueError, match=r"\(rec_steps_offset, rec_steps_random\)"):

@@ -135,6 +135,12 @@ def build_spec(model, tokens: list[str], max_positions: int):
             "(position_every_layer=True), which a CTranslate2 Transformer cannot express; "
             "export it as a SavedModel (--format=saved_model) instead"
         )
+    if hp.causal_encoder:
+        raise ValueError(
+            "--format=ctranslate2: the run's encoder is causal (causal_encoder=True), which "
+            "a CTranslate2 Transformer cannot express; export it as a SavedModel "
+            "(--format=saved_model) instead"
+        )
     if hp.attention_key_channels not in (0, hp.hidden_size):
         raise ValueError(
             f"--format=ctranslate2: the run's queries and keys are {hp.attention_key_channels} "

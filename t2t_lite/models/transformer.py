@@ -247,7 +247,14 @@ class Transformer(keras.Model):
         x = self.input_dropout(x + signal, training=training)
         bias = masks.nonpadding_bias(nonpadding)
         again = signal if self.hparams.position_every_layer else None
-        return self.encoder(x, bias, training=training, signal=again), bias
+        return self.encoder(x, self.encoder_self_bias(bias), training=training, signal=again), bias
+
+    def encoder_self_bias(self, bias: tf.Tensor) -> tf.Tensor:
+        """The encoder's self-attention bias from the padding bias [B, 1, 1, S]:
+        itself, or [B, 1, S, S] hiding later positions too (causal_encoder)."""
+        if not self.hparams.causal_encoder:
+            return bias
+        return tf.minimum(bias, masks.causal_bias(tf.shape(bias)[-1]))  # [B, 1, S, S]
 
     def decode(
         self,

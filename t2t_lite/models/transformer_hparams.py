@@ -87,6 +87,10 @@ class TransformerHParams:
     # max_length position vectors (Table 3 (E); later positions read its last row);
     # "none": no position signal (order only through the decoder's causal mask).
     position_embedding: str = "sinusoid"
+    # The encoder's self-attention sees only earlier source positions (and its
+    # own), as a decoder-only looped model does (Fan et al. 2025); with
+    # position_embedding=none that mask is the only order the encoder has.
+    causal_encoder: bool = False
     # One matrix for source embedding, target embedding and softmax (the paper's);
     # False: three (tensor2tensor's name).
     shared_embedding_and_softmax_weights: bool = True

@@ -53,15 +53,20 @@ class UniversalTransformer(transformer.Transformer):
             depth = universal.LengthDepth(
                 hp.rec_steps_per_symbol, hp.rec_steps_offset, hp.rec_steps_random, hp.max_steps
             )
+        self.length_depth = depth
         stacks = [None] if not self.has_encoder else []
         blocks = (
             ("encoder", transformer_layers.EncoderBlock, {}),
             ("decoder", transformer_layers.DecoderBlock, {"cross_attention": self.has_encoder}),
         )
         for name, block_class, options in blocks[len(stacks) :]:
+            steps, max_steps, stack_depth = hp.num_rec_steps, hp.max_steps, depth
+            if name == "decoder" and hp.length_depth and hp.rec_decoder_steps:
+                steps = max_steps = hp.rec_decoder_steps  # a fixed decoder (ACT: at most)
+                stack_depth = None
             halting = (
                 act.AdaptiveComputationTime(
-                    hp.act_max_steps,
+                    max_steps,
                     hp.act_epsilon,
                     hp.act_type,
                     hp.act_halting_bias_init,
@@ -74,10 +79,10 @@ class UniversalTransformer(transformer.Transformer):
             stacks.append(
                 universal.UniversalStack(
                     block_class(config, name=f"{name}_block", **options),
-                    hp.num_rec_steps,
+                    steps,
                     universal.StepSignal(
                         hp.step_timing_signal_type,
-                        hp.max_steps,
+                        max_steps,
                         hp.hidden_size,
                         name=f"{name}_step_signal",
                     ),
@@ -85,7 +90,7 @@ class UniversalTransformer(transformer.Transformer):
                     halting,
                     name=name,
                     final_norm_name=f"{name}_final_norm",
-                    depth=depth,
+                    depth=stack_depth,
                     use_positions=hp.position_embedding != "none",
                     input_every_step=hp.rec_input_every_step,
                 )
@@ -96,10 +101,13 @@ class UniversalTransformer(transformer.Transformer):
         """Under random_per_step, one offset per recurrence step (see Transformer)."""
         return (self.hparams.max_steps,)
 
-    def row_steps(self, lengths: tf.Tensor, jitter: tf.Tensor | None = None) -> tf.Tensor | None:
-        """Each row's steps [B] for source lengths [B] under length-scaled depth; else None."""
-        depth = self.decoder.depth
-        return None if depth is None else depth.steps(lengths, jitter)
+    @staticmethod
+    def row_steps(
+        stack: universal.UniversalStack, lengths: tf.Tensor, jitter: tf.Tensor | None = None
+    ) -> tf.Tensor | None:
+        """The stack's steps per row [B] for source lengths [B] when its depth
+        grows with the input; else None (its fixed steps)."""
+        return None if stack.depth is None else stack.depth.steps(lengths, jitter)
 
     def encode_with_stats(
         self,
@@ -122,13 +130,14 @@ class UniversalTransformer(transformer.Transformer):
         mask = nonpadding[..., tf.newaxis]  # [B, S, 1]
         x = self.input_dropout(x, training=training)
         lengths = tf.reduce_sum(tf.cast(nonpadding, tf.int32), 1)  # [B]
+        self_bias = self.encoder_self_bias(bias)
         encoded, stats = self.encoder.apply(
             x,
-            lambda h: self.encoder.block(h, bias, mask, training=training),
+            lambda h: self.encoder.block(h, self_bias, mask, training=training),
             position_start,
             nonpadding,
             training=training,
-            row_steps=self.row_steps(lengths, jitter),
+            row_steps=self.row_steps(self.encoder, lengths, jitter),
         )
         return encoded, bias, stats
 
@@ -156,7 +165,7 @@ class UniversalTransformer(transformer.Transformer):
             position_start,
             masks.padding_mask(targets),
             training=training,
-            row_steps=self.row_steps(universal.source_lengths(encoder_bias), jitter),
+            row_steps=self.row_steps(self.decoder, universal.source_lengths(encoder_bias), jitter),
         )
         return self.softmax.logits(decoded), stats
 
@@ -184,9 +193,9 @@ class UniversalTransformer(transformer.Transformer):
         """Logits [B, T, V]; under ACT also the ponder cost ("loss") and ponder metrics."""
         encoder_start, decoder_start = self.position_starts(features, training)
         jitter = None
-        if training and self.decoder.depth is not None:  # one draw per row, both stacks
+        if training and self.length_depth is not None:  # one draw per row, both stacks
             batch_size = tf.shape(features["targets"])[0]
-            jitter = self.decoder.depth.jitter(batch_size, self.seed_generator)
+            jitter = self.length_depth.jitter(batch_size, self.seed_generator)
         encoded, bias, encoder_stats = self.encode_with_stats(
             features["inputs"], training, encoder_start, jitter
         )

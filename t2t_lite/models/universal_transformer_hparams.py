@@ -46,6 +46,9 @@ class UniversalTransformerHParams(transformer_hparams.TransformerHParams):
     rec_steps_per_symbol: float = 0.0
     rec_steps_offset: int = 0
     rec_steps_random: int = 0
+    # With rec_steps_per_symbol > 0: 0, the decoder's steps grow too; k > 0, the
+    # decoder runs k steps (under ACT: at most k) whatever the input's length.
+    rec_decoder_steps: int = 0
     # Re-add the stack's input (the embedded tokens) before every step, as
     # looped transformers inject their input at every loop.
     rec_input_every_step: bool = False
@@ -76,6 +79,16 @@ class UniversalTransformerHParams(transformer_hparams.TransformerHParams):
             abs(self.rec_steps_offset) <= self.max_steps,
             "rec_steps_offset",
             f"must be within the step cap ({self.max_steps}) either side of 0",
+        )
+        require(
+            self.length_depth or self.rec_decoder_steps == 0,
+            "rec_decoder_steps",
+            "applies only with rec_steps_per_symbol > 0",
+        )
+        require(
+            0 <= self.rec_decoder_steps <= self.max_steps,
+            "rec_decoder_steps",
+            f"must be in [0, {self.max_steps}] (the step cap)",
         )
         require(
             0 <= self.rec_steps_random <= self.max_steps,

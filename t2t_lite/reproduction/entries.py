@@ -42,12 +42,15 @@ UT_SHAPE = "num_hidden_layers=4,hidden_size=64,filter_size=256"
 # Depth that grows with the input (issue of the UT's own edge; docs/length_depth.md):
 # ceil(a * n) + b steps for n source positions, capped at LENGTH_DEPTH_CAP (past
 # the 401 positions of the length-40 problems' test inputs), moved by up to
-# LENGTH_DEPTH_RANDOM in training, the input re-added at every step.
+# LENGTH_DEPTH_RANDOM in training, the input re-added at every step; the
+# decoder keeps the UT set's 4 steps (it reads what the encoder computed, and
+# a decoder as deep as a 400-symbol source would run 200 steps per symbol).
 LENGTH_DEPTH_A, LENGTH_DEPTH_B, LENGTH_DEPTH_RANDOM = 0.5, 1, 1
-LENGTH_DEPTH_CAP = 208
+LENGTH_DEPTH_CAP, DECODER_STEPS = 208, 4
 LENGTH_DEPTH = (
     f"rec_steps_per_symbol={LENGTH_DEPTH_A},rec_steps_offset={LENGTH_DEPTH_B},"
-    f"rec_steps_random={LENGTH_DEPTH_RANDOM},rec_input_every_step=True"
+    f"rec_steps_random={LENGTH_DEPTH_RANDOM},rec_input_every_step=True,"
+    f"rec_decoder_steps={DECODER_STEPS}"
 )
 ORDERLESS_TASKS = ("parity", "sort")
 
@@ -65,7 +68,8 @@ class Entry:
     coupled: bool = False  # position coupling for the problem's task (`hparams_for`)
     # Positions chosen by the task (`task_positions`): none, offsets, or offsets and coupling.
     by_task: bool = False
-    # Layers = the length-scaled UT's steps at the problem's longest training input.
+    # Encoder layers = the length-scaled UT's steps at the problem's longest
+    # training input; decoder layers = its decoder's steps.
     depth_matched: bool = False
 
     def hparams_for(self, key: str, problem: str) -> str:
@@ -85,7 +89,8 @@ class Entry:
         if self.by_task:
             parts.append(task_positions(problem))
         if self.depth_matched:
-            parts.append(f"num_hidden_layers={matched_layers(problem)}")
+            layers = f"num_encoder_layers={matched_layers(problem)},num_decoder_layers="
+            parts.append(f"{layers}{DECODER_STEPS}")
         return ",".join(part for part in parts if part)
 
     def hparams_set_for(self, problem: str) -> str:
