@@ -86,3 +86,27 @@ def test_the_table7_uts_have_the_base_transformers_parameter_count():
     for key in ("t7_ut", "t7_ut_act"):
         row = rows[key]
         assert _count(row.model, row.hparams_set, row.hparams) == pytest.approx(base, rel=0.01)
+
+
+def test_table7_prints_the_adaptive_uts_ponder_time_per_token():
+    """Figures by hand: the ponder column appears when a row has ponder times,
+    median [range] over seeds, and "-" for rows without ACT."""
+    base, act = translation.ROWS["t7_transformer"], translation.ROWS["t7_ut_act"]
+    table = [
+        (base, [(1, "a", 12.0, 20.0, 1.95e6, None), (2, "b", 11.0, 22.0, 1.95e6, None)]),
+        (
+            act,
+            [
+                (1, "c", 13.0, 19.0, 1.93e6, (3.0, 2.5)),
+                (2, "d", 12.0, 21.0, 1.93e6, (4.0, 2.0)),
+                (3, "e", 14.0, 20.0, 1.93e6, (3.5, 3.0)),
+            ],
+        ),
+    ]
+    lines = translation.markdown(table, "dev").splitlines()
+    assert lines[0].endswith("| dev ponder time (enc / dec) |")
+    assert lines[2].endswith("| - |")
+    assert lines[3].endswith("| 3.50 [3.00, 4.00] / 2.50 [2.00, 3.00] |")
+    assert "11.50 [11.00, 12.00] | 21.0 [20.0, 22.0]" in lines[2]
+    # Table 3's rows have no ACT: no column.
+    assert "ponder" not in translation.markdown(table[:1], "dev")

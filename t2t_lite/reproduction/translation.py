@@ -177,8 +177,9 @@ def parameters(run_dir: str) -> int:
 
 
 def table_rows(keys: list[str], trained: dict[str, dict], data_dir: str, split: str) -> list:
-    """Per row key: (row, [(seed, run dir, perplexity, bleu, params)]), from the trained
-    rows' comparison results (comparison.run's rows, by training key)."""
+    """Per row key: (row, [(seed, run dir, perplexity, bleu, params, ponder)]), from the
+    trained rows' comparison results (comparison.run's rows, by training key); ponder:
+    the adaptive UT's mean (encoder, decoder) ponder time per token on `split`, else None."""
     table = []
     counts: dict[str, int] = {}  # per run dir: decode-only rows share their training row's
     for key in keys:
@@ -187,10 +188,14 @@ def table_rows(keys: list[str], trained: dict[str, dict], data_dir: str, split: 
         figures = []
         for seed, run_dir, results in seed_stats.runs(source):
             decoded = score(row, run_dir, data_dir, split)
-            perplexity = results.get(split, {}).get("perplexity")
+            metrics = results.get(split, {})
+            perplexity = metrics.get("perplexity")
+            ponder = None
+            if "encoder_ponder_time" in metrics:
+                ponder = (metrics["encoder_ponder_time"], metrics["decoder_ponder_time"])
             if run_dir not in counts:
                 counts[run_dir] = parameters(run_dir)
-            figures.append((seed, run_dir, perplexity, decoded["bleu"], counts[run_dir]))
+            figures.append((seed, run_dir, perplexity, decoded["bleu"], counts[run_dir], ponder))
         table.append((row, figures))
     return table
 
@@ -200,18 +205,31 @@ def _paper(value: float | None) -> str:
 
 
 def markdown(table: list, split: str) -> str:
-    """The rows beside the paper's: params, perplexity and BLEU, median [range] over seeds."""
+    """The rows beside the paper's: params, perplexity and BLEU, median [range] over
+    seeds; with an adaptive row (Table 7), its ponder time per token, encoder / decoder."""
+    pondered = any(f[5] is not None for _, figures in table for f in figures)
+    ponder_head = f" {split} ponder time (enc / dec) |" if pondered else ""
     lines = [
-        f"| group | variation | params | {split} PPL | {split} BLEU | paper PPL | paper BLEU |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        f"| group | variation | params | {split} PPL | {split} BLEU | paper PPL | paper BLEU |"
+        + ponder_head,
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |" + (" ---: |" if pondered else ""),
     ]
     for row, figures in table:
         params = seed_stats.median([f[4] for f in figures])
         ppl = [f[2] for f in figures if f[2] is not None]
         ppl_text = "-" if not ppl or row.trains_as else seed_stats.spread(ppl)
         bleu = seed_stats.spread([f[3] for f in figures], 1)
-        lines.append(
+        line = (
             f"| {row.group} | {row.label} | {params / 1e6:.2f}M | {ppl_text} | {bleu} "
             f"| {_paper(row.paper[0])} | {_paper(row.paper[1])} |"
         )
+        if pondered:
+            ponder = [f[5] for f in figures if f[5] is not None]
+            line += (
+                f" {seed_stats.spread([p[0] for p in ponder])} / "
+                f"{seed_stats.spread([p[1] for p in ponder])} |"
+                if ponder
+                else " - |"
+            )
+        lines.append(line)
     return "\n".join(lines)
