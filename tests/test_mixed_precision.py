@@ -47,10 +47,27 @@ def test_logits_are_float32_values_under_mixed_precision(precision):
 
 @pytest.mark.parametrize("precision", sorted(POLICIES))
 @pytest.mark.parametrize(
-    "hparams_set", ["universal_transformer_test", "adaptive_universal_transformer_test"]
+    ("hparams_set", "overrides"),
+    [
+        ("universal_transformer_test", ""),
+        ("adaptive_universal_transformer_test", ""),
+        # Steps that grow with the source (a loop of per-row masked steps).
+        (
+            "universal_transformer_test",
+            (
+                "rec_steps_per_symbol=1.0,num_rec_steps=5,rec_steps_random=1,"
+                "rec_input_every_step=True,causal_encoder=True"
+            ),
+        ),
+    ],
+    ids=["ut", "adaptive_ut", "ut_length_depth"],
 )
-def test_universal_transformers_train_and_decode_under_mixed_precision(precision, hparams_set):
-    exp = experiment.Experiment.resolve("universal_transformer", "test_identity_small", hparams_set)
+def test_universal_transformers_train_and_decode_under_mixed_precision(
+    precision, hparams_set, overrides
+):
+    exp = experiment.Experiment.resolve(
+        "universal_transformer", "test_identity_small", hparams_set, overrides
+    )
     keras.utils.set_random_seed(3)
     reference, reference_optimizer, reference_step = steps.build_training_state(exp, 12, "none")
     model, optimizer, step = steps.build_training_state(exp, 12, precision)
