@@ -23,6 +23,11 @@ def varied_steps(state, step):
 def run(max_steps=6, bias=0.0, act_type="accumulated", step_fn=varied_steps, seed=0):
     layer = act.AdaptiveComputationTime(max_steps, 0.01, act_type, halting_bias_init=bias)
     state = tf.random.stateless_normal([2, 5, C], seed=[seed, 1])
+    layer.build(state.shape)
+    # A halting kernel of fixed values (the initialiser draws unseeded: with some
+    # draws every position halted at the same step), on the scale Glorot gives.
+    kernel = tf.random.stateless_normal([C, 1], seed=[seed, 2], stddev=0.5)
+    layer.halting.weights[0].assign(kernel)
     output, stats = layer.apply(state, step_fn, NONPADDING)
     return layer, state, output, stats
 
