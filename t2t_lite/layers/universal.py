@@ -160,6 +160,11 @@ class UniversalStack(keras.layers.Layer):
         x = state + tf.cast(position + self.step_signal.signal(step), state.dtype)
         return x + stack_input if self.input_every_step else x
 
+    def row_steps(self, lengths: tf.Tensor, jitter: tf.Tensor | None = None) -> tf.Tensor | None:
+        """Each row's steps [B] for source lengths [B] when the depth grows with
+        the input; else None (num_steps for every row)."""
+        return None if self.depth is None else self.depth.steps(lengths, jitter)
+
     def _masked_steps(
         self, x: tf.Tensor, step_fn: Callable[[tf.Tensor, tf.Tensor], tf.Tensor], steps: tf.Tensor
     ) -> tf.Tensor:
@@ -273,9 +278,7 @@ class UniversalStack(keras.layers.Layer):
         if not self.use_positions:
             position = tf.zeros([1, 1, x.shape[-1]])  # [1, 1, C]
         stack_input = x
-        row_steps = None
-        if self.depth is not None:  # [B]: this row's source decides its steps
-            row_steps = self.depth.steps(source_lengths(encoder_bias, tf.shape(x)[0]))
+        row_steps = self.row_steps(source_lengths(encoder_bias, tf.shape(x)[0]))  # [B] or None
 
         def block_input(state: tf.Tensor, step: int) -> tf.Tensor:
             return self._block_input(state, position, step, stack_input)

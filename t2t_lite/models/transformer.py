@@ -4,7 +4,7 @@ import keras
 import tensorflow as tf
 
 from t2t_lite import registry, sequences
-from t2t_lite.layers import embedding, facts, masks, transformer_layers
+from t2t_lite.layers import embedding, facts, masks, transformer_layers, universal
 from t2t_lite.models import transformer_hparams
 
 
@@ -209,9 +209,7 @@ class Transformer(keras.Model):
         """
         if self.hparams.position_coupling != "reverse":
             return start + first
-        symbols = tf.reduce_sum(tf.cast(tf.equal(encoder_bias[:, 0, 0, :], 0.0), tf.int32), 1) - 1
-        if rows is not None:  # [B'] -> [rows]
-            symbols = tf.repeat(symbols, rows // tf.shape(symbols)[0])
+        symbols = universal.source_lengths(encoder_bias, rows) - 1  # [B] without EOS
         n = symbols[:, tf.newaxis]  # [B, 1]
         steps = first + tf.range(length)[tf.newaxis]  # [1, length]
         return start + tf.where(steps < n, n - 1 - steps, steps)  # [B, length]

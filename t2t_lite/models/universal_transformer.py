@@ -101,14 +101,6 @@ class UniversalTransformer(transformer.Transformer):
         """Under random_per_step, one offset per recurrence step (see Transformer)."""
         return (self.hparams.max_steps,)
 
-    @staticmethod
-    def row_steps(
-        stack: universal.UniversalStack, lengths: tf.Tensor, jitter: tf.Tensor | None = None
-    ) -> tf.Tensor | None:
-        """The stack's steps per row [B] for source lengths [B] when its depth
-        grows with the input; else None (its fixed steps)."""
-        return None if stack.depth is None else stack.depth.steps(lengths, jitter)
-
     def encode_with_stats(
         self,
         inputs: tf.Tensor,
@@ -137,7 +129,7 @@ class UniversalTransformer(transformer.Transformer):
             position_start,
             nonpadding,
             training=training,
-            row_steps=self.row_steps(self.encoder, lengths, jitter),
+            row_steps=self.encoder.row_steps(lengths, jitter),
         )
         return encoded, bias, stats
 
@@ -165,7 +157,7 @@ class UniversalTransformer(transformer.Transformer):
             position_start,
             masks.padding_mask(targets),
             training=training,
-            row_steps=self.row_steps(self.decoder, universal.source_lengths(encoder_bias), jitter),
+            row_steps=self.decoder.row_steps(universal.source_lengths(encoder_bias), jitter),
         )
         return self.softmax.logits(decoded), stats
 
