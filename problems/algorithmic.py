@@ -1,5 +1,5 @@
 """Algorithmic problems of tensor2tensor (identity, reverse, addition) and of the
-looped-transformer papers (binary parity, running parity, sort).
+looped-transformer papers (binary parity, sort).
 
 Symbols 0..base-1 have ids 2..base+1 (0 is PAD, 1 is EOS). Splits: "train"
 and "dev" draw lengths 1..40; "test" draws lengths 1..400, ten times the
@@ -98,20 +98,6 @@ class ParityProblem(AlgorithmicProblem):
         return [ones % 2 + sequences.NUM_RESERVED_IDS]
 
 
-class RunningParityProblem(AlgorithmicProblem):
-    """Bits -> the parity of each prefix: output i is x_1 xor ... xor x_i.
-
-    Parity with every intermediate answer supervised: a char-acc task (chance
-    0.5 per bit) whose i-th output needs i sequential steps from a model that
-    passes a carry one position per step, as a looped model does.
-    """
-
-    def target(self, inputs: list[int]) -> list[int]:
-        one = 1 + sequences.NUM_RESERVED_IDS
-        bits = np.cumsum([1 if i == one else 0 for i in inputs]) % 2
-        return (bits + sequences.NUM_RESERVED_IDS).tolist()
-
-
 class SortProblem(AlgorithmicProblem):
     """Symbols -> the same symbols in ascending order."""
 
@@ -188,5 +174,4 @@ _register_family("identity", AlgorithmicProblem)
 _register_family("reverse", ReverseProblem)
 _register_family("addition", AdditionProblem)
 _register_family("parity", ParityProblem, bases=(("binary", 2),))
-_register_family("running_parity", RunningParityProblem, bases=(("binary", 2),))
 _register_family("sort", SortProblem)

@@ -41,7 +41,6 @@ def test_table_sets_results_beside_the_paper():
 def test_task_names():
     assert comparison.task_of("algorithmic_identity_decimal40") == "copy"
     assert comparison.task_of("algorithmic_addition_binary20") == "addition"
-    assert comparison.task_of("algorithmic_running_parity_binary40") == "running parity"
     assert comparison.task_of("lte_control") == "LTE control"
     assert comparison.task_of("translate_ende") is None
 
@@ -378,10 +377,6 @@ def test_length_table_entries_resolve_with_positions_by_task():
 
     parity, reverse = "algorithmic_parity_binary40", "algorithmic_reverse_decimal40"
     assert hparams("ut_length_depth", parity).position_embedding == "none"
-    # running parity's outputs are in order: shared offsets, no coupling
-    running = hparams("ut_length_depth", "algorithmic_running_parity_binary40")
-    assert running.position_embedding != "none" and running.position_start_max == 400
-    assert running.position_coupling == "none"
     assert hparams("ut_fixed_depth", reverse).position_coupling == "reverse"
     assert (
         hparams("transformer_by_task", "algorithmic_identity_decimal40").position_start_max == 400

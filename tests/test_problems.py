@@ -96,22 +96,6 @@ def test_parity_and_sort_targets_by_hand(tmp_path):
         assert ex["targets"] == [2 + ex["inputs"].count(3) % 2, sequences.EOS_ID]
 
 
-def test_running_parity_targets_by_hand(tmp_path):
-    running = registry.PROBLEMS.get("algorithmic_running_parity_binary20")()
-    # bits 1 0 1 1 0 (ids 3 2 3 3 2): prefix parities 1 1 0 1 1
-    assert running.target([3, 2, 3, 3, 2]) == [3, 3, 2, 3, 3]
-    assert running.target([2]) == [2]
-    assert running.test_length == 200 and running.vocab_size == 4
-    prob = small("algorithmic_running_parity_binary40")
-    prob.generate_data(str(tmp_path))
-    for ex in all_examples(prob, str(tmp_path), "train"):
-        assert ex["inputs"][-1] == ex["targets"][-1] == sequences.EOS_ID
-        bits = [i - 2 for i in ex["inputs"][:-1]]
-        assert len(ex["targets"]) == len(bits) + 1
-        for i, out in enumerate(ex["targets"][:-1]):
-            assert out - 2 == sum(bits[: i + 1]) % 2
-
-
 def test_digits_helpers_by_hand():
     assert algorithmic.to_digits(6, 2) == [0, 1, 1]
     assert algorithmic.to_digits(0, 10) == [0]

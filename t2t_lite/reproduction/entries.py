@@ -22,7 +22,6 @@ TASKS = {
     "reverse": "reverse",
     "addition": "addition",
     "parity": "parity",
-    "running_parity": "running parity",
     "sort": "sort",
 }
 # UT paper, Tables 5 (memorization) and 6 (program evaluation), Learning to
@@ -269,11 +268,10 @@ def matched_layers(problem: str) -> int:
 
 
 def task_of(problem: str) -> str | None:
-    """algorithmic_reverse_decimal20 -> "reverse", algorithmic_running_parity_binary40
-    -> "running parity", lte_copy -> "LTE copy"; else None."""
+    """algorithmic_reverse_decimal20 -> "reverse", lte_copy -> "LTE copy"; else None."""
     parts = problem.split("_")
-    if len(parts) >= 3 and parts[0] == "algorithmic":
-        return TASKS.get("_".join(parts[1:-1]))
+    if len(parts) == 3 and parts[0] == "algorithmic":
+        return TASKS.get(parts[1])
     if problem in PAPER_LTE:
         return f"LTE {parts[1]}"
     return None
