@@ -70,6 +70,9 @@ MODELS = {
         adaptive=True, rec_steps_per_symbol=0.5, act_max_steps=4, act_halting_bias_init=-2.0
     ),
     "transformer_no_positions": lambda: transformer_model(position_embedding="none"),
+    # Scalable softmax: each query's scale counts the keys it sees, cached or not.
+    "transformer_length_scale": lambda: transformer_model(attention_length_scale=3),
+    "ut_length_scale": lambda: ut_model(attention_length_scale=3),
     "adaptive_ut_basic_long": lambda: ut_model(
         adaptive=True, act_type="basic", act_halting_bias_init=-1.0, act_max_steps=6
     ),
@@ -205,12 +208,19 @@ def test_outputs_stop_at_input_length_plus_extra_length(beam_size):
 
 @pytest.mark.parametrize(
     "name",
-    ["transformer_coupled", "adaptive_ut_coupled", "ut_length_depth", "adaptive_ut_length_depth"],
+    [
+        "transformer_coupled",
+        "adaptive_ut_coupled",
+        "ut_length_depth",
+        "adaptive_ut_length_depth",
+        "transformer_length_scale",
+    ],
 )
 def test_coupled_positions_follow_each_hypothesis_source_under_beam_search(name):
     """Beam rows share their source's static cache entries (B rows) while the
     decoder has B * K rows: each hypothesis must get its own source's length
-    (for its coupled positions, or for its number of steps).
+    (for its coupled positions, its number of steps, or the count of source keys
+    its scalable softmax reads).
     The uncached reference tiles everything per hypothesis, so it is the oracle."""
     from t2t_lite.decoding import reference, search
 

@@ -208,6 +208,7 @@ def test_a_ctranslate2_export_is_written_through_gfile(copy_run):
         ({"position_every_layer": True}, "position_every_layer=True"),
         ({"attention_key_channels": 8}, "attention_key_channels"),
         ({"causal_encoder": True}, "causal_encoder=True"),
+        ({"attention_length_scale": 40}, "attention_length_scale=40"),
     ],
 )
 def test_positions_ctranslate2_cannot_express_are_refused(overrides, named):

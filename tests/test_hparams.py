@@ -61,6 +61,7 @@ def test_hparams_are_frozen():
         ("norm_position=middle", "norm_position"),
         ("attention_dropout=1.5", "attention_dropout"),
         ("batch_size=10", "batch_size, max_length"),
+        ("attention_length_scale=1", "attention_length_scale"),  # log 1 = 0
     ],
 )
 def test_invalid_combinations_name_the_keys(text, keys):

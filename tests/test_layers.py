@@ -94,6 +94,38 @@ def test_attention_with_narrower_keys_against_numpy():
     np.testing.assert_allclose(out[0], expected, atol=1e-5)
 
 
+def test_scalable_softmax_scales_logits_by_log_keys_seen_by_hand():
+    """length_scale=4: s = 1/log 4. A query seeing 2 keys (the third masked)
+    has its logits halved (log 2 / log 4): softmax([1, 0] / 2) =
+    [e^0.5, 1] / (e^0.5 + 1); a query seeing 4 keys keeps them (scale 1); a
+    causal bias counts each query's own keys (1 key: weight 1 whatever its logit)."""
+    layer = attention.MultiHeadAttention(4, 1, dropout=0.0, length_scale=4)
+    assert [w.name for w in layer.trainable_weights] == ["length_scale"]
+    np.testing.assert_allclose(layer.length_scale.numpy(), [1 / math.log(4)], rtol=1e-6)
+    masked = layer.softmax(tf.constant([[[[1.0, 0.0, 5.0]]]]), masks.padding_bias([[4, 4, 0]]))
+    e = math.exp(0.5)
+    np.testing.assert_allclose(masked.numpy().ravel(), [e / (e + 1), 1 / (e + 1), 0], atol=1e-6)
+    logits = tf.constant([[[[0.3, -1.2, 2.0, 0.7]]]])
+    four = layer.softmax(logits, tf.zeros([1, 1, 1, 4]))
+    np.testing.assert_allclose(four, tf.nn.softmax(logits), atol=1e-6)
+    causal = layer.softmax(tf.fill([1, 1, 2, 2], 3.0), masks.causal_bias(2)).numpy()[0, 0]
+    np.testing.assert_allclose(causal, [[1.0, 0.0], [0.5, 0.5]], atol=1e-6)
+
+
+def test_scalable_softmax_is_off_by_default_and_changes_nothing_at_its_length():
+    """Off: no weight of its own. On, at n = L keys: the same output as off."""
+    tf.random.set_seed(2)
+    off = attention.MultiHeadAttention(8, 2, dropout=0.0)
+    on = attention.MultiHeadAttention(8, 2, dropout=0.0, length_scale=5)
+    query, memory = tf.random.normal([1, 2, 8]), tf.random.normal([1, 5, 8])
+    bias = tf.zeros([1, 1, 1, 5])
+    off(query, memory, bias), on(query, memory, bias)  # build
+    assert off.length_scale is None and len(off.weights) == 4 and len(on.weights) == 5
+    for name in ("query", "key", "value", "output_projection"):
+        getattr(on, name).kernel.assign(getattr(off, name).kernel)
+    np.testing.assert_allclose(on(query, memory, bias), off(query, memory, bias), atol=1e-5)
+
+
 def test_learned_positions_read_rows_and_clamp_past_the_table():
     table = embedding.LearnedPositions(4, 3)
     table.build()

@@ -118,36 +118,34 @@ def _ffn(spec, block) -> None:
     _linear(spec.linear_1, block.ffn.outer)
 
 
+def _inexpressible(hp) -> list[tuple[bool, str]]:
+    """(whether the run uses it, what it is) for each option CTranslate2 lacks."""
+    coupled = f"position_coupling={hp.position_coupling!r}"
+    keys = f"{hp.attention_key_channels} wide and its values {hp.hidden_size}"
+    scale = f"attention_length_scale={hp.attention_length_scale}"
+    return [
+        (hp.position_coupling != "none", f"the run's decoder positions are coupled ({coupled})"),
+        (hp.position_every_layer, "the run adds positions before every layer (position_every_layer=True)"),
+        (hp.causal_encoder, "the run's encoder is causal (causal_encoder=True)"),
+        (
+            hp.attention_key_channels not in (0, hp.hidden_size),
+            f"the run's queries and keys are {keys} (attention_key_channels)",
+        ),
+        (hp.attention_length_scale != 0, f"the run scales attention by the keys seen ({scale})"),
+    ]  # fmt: skip
+
+
 def build_spec(model, tokens: list[str], max_positions: int):
     """The CTranslate2 TransformerSpec of a built t2t_lite Transformer, vocabulary registered."""
     ct2 = library()
     hp = model.hparams
     pre_norm = hp.norm_position == "pre"
-    if hp.position_coupling != "none":
-        raise ValueError(
-            f"--format=ctranslate2: the run's decoder positions are coupled to the source "
-            f"(position_coupling={hp.position_coupling!r}), which CTranslate2's position table "
-            "cannot express; export it as a SavedModel (--format=saved_model) instead"
-        )
-    if hp.position_every_layer:
-        raise ValueError(
-            "--format=ctranslate2: the run adds positions before every layer "
-            "(position_every_layer=True), which a CTranslate2 Transformer cannot express; "
-            "export it as a SavedModel (--format=saved_model) instead"
-        )
-    if hp.causal_encoder:
-        raise ValueError(
-            "--format=ctranslate2: the run's encoder is causal (causal_encoder=True), which "
-            "a CTranslate2 Transformer cannot express; export it as a SavedModel "
-            "(--format=saved_model) instead"
-        )
-    if hp.attention_key_channels not in (0, hp.hidden_size):
-        raise ValueError(
-            f"--format=ctranslate2: the run's queries and keys are {hp.attention_key_channels} "
-            f"wide, its values {hp.hidden_size} (attention_key_channels), which CTranslate2's "
-            "fused attention cannot express; export it as a SavedModel (--format=saved_model) "
-            "instead"
-        )
+    for refused, what in _inexpressible(hp):
+        if refused:
+            raise ValueError(
+                f"--format=ctranslate2: {what}, which a CTranslate2 Transformer cannot "
+                "express; export it as a SavedModel (--format=saved_model) instead"
+            )
     if len(tokens) != model.vocab_size or len(set(tokens)) != len(tokens):
         raise ValueError(
             f"the vocabulary has {len(tokens)} tokens ({len(set(tokens))} distinct); "

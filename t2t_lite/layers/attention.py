@@ -1,6 +1,7 @@
 """Multi-head scaled dot-product attention (paper section 3.2)."""
 
 import contextlib
+import math
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -44,10 +45,20 @@ class MultiHeadAttention(keras.layers.Layer):
     attention_key_channels; 0: hidden_size), so each head compares queries and
     keys of key_channels / num_heads (`key_depth`) while its values keep
     hidden_size / num_heads (`depth`): the paper's Table 3 (B) varies d_k alone.
+
+    length_scale: L > 1 turns on the scalable softmax (Nakanishi 2025): each
+    head's logits times s_h * log(n), n the keys its query sees under the bias
+    and s_h a learned scalar initialised to 1 / log(L); 0: off.
     """
 
     def __init__(
-        self, hidden_size: int, num_heads: int, dropout: float, key_channels: int = 0, **kwargs
+        self,
+        hidden_size: int,
+        num_heads: int,
+        dropout: float,
+        key_channels: int = 0,
+        length_scale: int = 0,
+        **kwargs,
     ):
         super().__init__(**kwargs)
         key_channels = key_channels or hidden_size
@@ -65,6 +76,14 @@ class MultiHeadAttention(keras.layers.Layer):
         self.dropout = keras.layers.Dropout(dropout)
         # Set by `recording` for the length of its block: called with (name, weights).
         self.recorder = None
+        self.length_scale = None
+        if length_scale:
+            self.length_scale = self.add_weight(
+                name="length_scale",
+                shape=(num_heads,),
+                initializer=keras.initializers.Constant(1.0 / math.log(length_scale)),
+                dtype="float32",
+            )
 
     def split_heads(self, x: tf.Tensor, depth: int | None = None) -> tf.Tensor:
         """[B, L, H * D] -> [B, H, L, D] (D: `depth`, default the values' depth)."""
@@ -83,6 +102,17 @@ class MultiHeadAttention(keras.layers.Layer):
         keys = self.split_heads(self.key(memory), self.key_depth)
         return keys, self.split_heads(self.value(memory))
 
+    def softmax(self, logits: tf.Tensor, bias: tf.Tensor) -> tf.Tensor:
+        """float32 attention weights of logits [B, H, T, S] under an additive bias
+        (broadcast to them), the scalable softmax's scale applied where it is on."""
+        logits, bias = tf.cast(logits, tf.float32), tf.cast(bias, tf.float32)
+        if self.length_scale is not None:
+            seen = tf.cast(bias > masks.NEG_INF / 2, tf.float32) + tf.zeros_like(logits)
+            keys = tf.reduce_sum(seen, axis=-1, keepdims=True)  # [B, H, T, 1]
+            scale = tf.reshape(self.length_scale, [1, -1, 1, 1])  # [1, H, 1, 1]
+            logits = logits * scale * tf.math.log(tf.maximum(keys, 1.0))
+        return tf.nn.softmax(logits + bias)
+
     def attend(
         self,
         query: tf.Tensor,
@@ -98,7 +128,7 @@ class MultiHeadAttention(keras.layers.Layer):
         logits = tf.einsum("bhtd,bhsd->bhts", q, keys)  # [B, H, T, S]
         # Softmax in float32: the bias and the normalisation stay exact under
         # mixed precision.
-        weights = tf.nn.softmax(tf.cast(logits, tf.float32) + tf.cast(bias, tf.float32))
+        weights = self.softmax(logits, bias)
         if self.recorder is not None:  # a Python check: traced graphs record nothing
             self.recorder((self.name, weights))
         weights = self.dropout(tf.cast(weights, values.dtype), training=training)
@@ -119,7 +149,7 @@ class MultiHeadAttention(keras.layers.Layer):
         q = tf.reshape(q, [rows, group, self.num_heads, self.key_depth])  # [B, G, H, Dk]
         q = tf.transpose(q, [0, 2, 1, 3])  # [B, H, G, D]
         logits = tf.einsum("bhgd,bhsd->bhgs", q, keys)  # [B, H, G, S]
-        weights = tf.nn.softmax(tf.cast(logits, tf.float32) + tf.cast(bias, tf.float32))
+        weights = self.softmax(logits, bias)
         context = tf.einsum("bhgs,bhsd->bhgd", tf.cast(weights, values.dtype), values)
         context = tf.transpose(context, [0, 2, 1, 3])  # [B, G, H, D]
         context = tf.reshape(context, [shape[0], 1, self.num_heads * self.depth])  # [N, 1, C]

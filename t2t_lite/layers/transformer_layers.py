@@ -59,6 +59,7 @@ class BlockConfig:
     # The transition function: "fc" (position-wise FFN) or "sepconv".
     transition: str = "fc"
     attention_key_channels: int = 0  # queries' and keys' width (0: hidden_size)
+    attention_length_scale: int = 0  # scalable softmax's reference length (0: off)
 
     def attention(self, name: str) -> attention.MultiHeadAttention:
         return attention.MultiHeadAttention(
@@ -66,6 +67,7 @@ class BlockConfig:
             self.num_heads,
             self.attention_dropout,
             self.attention_key_channels,
+            self.attention_length_scale,
             name=name,
         )
 

@@ -125,6 +125,7 @@ class Transformer(keras.Model):
             attention_dropout=hp.attention_dropout,
             relu_dropout=hp.relu_dropout,
             attention_key_channels=hp.attention_key_channels,
+            attention_length_scale=hp.attention_length_scale,
         )
 
     @property

@@ -83,6 +83,12 @@ class TransformerHParams:
     # 0: hidden_size): per head num_heads divides it into d_k, values keep
     # hidden_size / num_heads (the paper's Table 3 (B)).
     attention_key_channels: int = 0
+    # Scalable softmax (Nakanishi 2025; 0: off): each head's attention logits are
+    # multiplied by s_h * log(n), n the keys its query sees (padding and future
+    # positions excluded), s_h learned and initialised to 1 / log(L): the
+    # scale is 1 at n = L. A longer input than training's then sharpens the
+    # attention as much as it widens it, instead of flattening it.
+    attention_length_scale: int = 0
     # "sinusoid" (the paper's timing signal) or "learned": a trained table of
     # max_length position vectors (Table 3 (E); later positions read its last row);
     # "none": no position signal (order only through the decoder's causal mask).
@@ -116,6 +122,12 @@ class TransformerHParams:
             "attention_key_channels",
             f"must be 0 (hidden_size) or a multiple of num_heads={self.num_heads} up to "
             f"{LIMITS['hidden_size']:,}, got {self.attention_key_channels}",
+        )
+        require(
+            self.attention_length_scale == 0 or 2 <= self.attention_length_scale <= 10**6,
+            "attention_length_scale",
+            f"must be 0 (off) or a length L in 2..1,000,000 (the scale is 1 at L keys), "
+            f"got {self.attention_length_scale}",
         )
         require(
             self.position_embedding in POSITION_EMBEDDINGS,
