@@ -112,6 +112,17 @@ def test_scalable_softmax_scales_logits_by_log_keys_seen_by_hand():
     np.testing.assert_allclose(causal, [[1.0, 0.0], [0.5, 0.5]], atol=1e-6)
 
 
+def test_scalable_softmax_scale_is_trained():
+    """The loss reaches s_h: a nonzero gradient for every head's scale."""
+    tf.random.set_seed(3)
+    layer = attention.MultiHeadAttention(8, 2, dropout=0.0, length_scale=3)
+    query, memory = tf.random.normal([2, 3, 8]), tf.random.normal([2, 6, 8])
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(layer(query, memory, tf.zeros([2, 1, 1, 6])) ** 2)
+    grad = tape.gradient(loss, layer.length_scale)
+    assert grad.shape == (2,) and np.all(np.abs(grad.numpy()) > 0)
+
+
 def test_scalable_softmax_is_off_by_default_and_changes_nothing_at_its_length():
     """Off: no weight of its own. On, at n = L keys: the same output as off."""
     tf.random.set_seed(2)
