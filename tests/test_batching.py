@@ -1,4 +1,5 @@
 import pytest
+import tensorflow as tf
 
 from t2t_lite import sequences
 from t2t_lite.data import batching, problem
@@ -36,3 +37,27 @@ def test_train_drops_long_examples_and_eval_keeps_all(small_data):
         assert lengths.max() <= 4
     count = sum(b["inputs"].shape[0] for b in prob.dataset(small_data, "test", 64))
     assert count == prob.splits["test"][0]
+
+
+def test_curriculum_length_by_hand():
+    assert batching.curriculum_length(3, 100, 0) == 3
+    assert batching.curriculum_length(3, 100, 99) == 3
+    assert batching.curriculum_length(3, 100, 100) == 4
+    assert batching.curriculum_length(2, 1, 5) == 7
+
+
+def test_a_length_limit_variable_filters_training_examples_as_it_moves(small_data):
+    """Examples are 2..7 long (1..6 symbols and EOS). At limit 3 no batch holds
+    a longer one; once the variable is raised to 5, longer ones arrive (after
+    what was prefetched) and none past 5."""
+    prob = problem.get("test_identity_small")
+    limit = tf.Variable(3, dtype=tf.int32)
+    batches = iter(prob.dataset(small_data, "train", 64, seed=1, length_limit=limit))
+
+    def longest():
+        return int((next(batches)["targets"].numpy() != 0).sum(axis=1).max())
+
+    assert max(longest() for _ in range(20)) <= 3
+    limit.assign(5)
+    later = [longest() for _ in range(60)]
+    assert max(later) == 5

@@ -185,6 +185,32 @@ def test_adaptive_ut_trains_and_reports_ponder_statistics(small_data, tmp_path, 
         assert 1.0 <= results[split]["decoder_act_steps"] <= 4.0
 
 
+def test_a_length_curriculum_admits_longer_examples_as_training_goes(small_data, tmp_path, caplog):
+    """Start 3, one position more every 2 steps: the first step's batch holds no
+    example longer than 3, the limit reaches 4 at step 2 and 5 at step 4, and
+    the log says so (examples are 2..7 long here)."""
+    overrides = f"{HPARAMS},curriculum_start_length=3,curriculum_steps_per_length=2"
+    t = make_trainer(small_data, str(tmp_path / "run"), 4, overrides)
+    longest = []
+    train_step = t._train_step
+
+    def recording_step(batches):
+        longest.append(int((batches[0]["targets"].numpy() != 0).sum(axis=1).max()))
+        return train_step(batches)
+
+    t._train_step = recording_step
+    with caplog.at_level("INFO"):
+        t.train()
+    logged = [r.getMessage() for r in caplog.records if "Length curriculum" in r.getMessage()]
+    assert logged == [
+        "Length curriculum: examples up to 3 positions at step 0.",
+        "Length curriculum: examples up to 4 positions from step 2.",
+        "Length curriculum: examples up to 5 positions from step 4.",
+    ]
+    assert longest[0] <= 3 and max(longest) <= 5 and len(longest) == 4
+    assert "length curriculum from 3 positions, one more every 2 steps" in caplog.text
+
+
 @pytest.mark.parametrize(
     ("content", "named"),
     [

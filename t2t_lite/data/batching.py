@@ -10,6 +10,11 @@ def example_length(example: dict[str, tf.Tensor]) -> tf.Tensor:
     return tf.maximum(tf.size(example["inputs"]), tf.size(example["targets"]))
 
 
+def curriculum_length(start: int, steps_per_length: int, step: int) -> int:
+    """The longest example (example_length) a length curriculum admits at `step`."""
+    return start + step // steps_per_length
+
+
 def batch_sizes(lengths: list[int], tokens: int) -> list[int]:
     """Examples per batch for each bucket so that batch * length <= tokens."""
     return [max(1, tokens // length) for length in lengths]

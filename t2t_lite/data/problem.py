@@ -152,13 +152,16 @@ class Problem(abc.ABC):
         max_length: int | None = None,
         seed: int | None = None,
         input_context: tf.distribute.InputContext | None = None,
+        length_limit: tf.Variable | None = None,
     ) -> tf.data.Dataset:
         """Batched {"inputs": [B, S], "targets": [B, T]} int32 batches of `split`.
 
         Training (split "train") shuffles, drops examples longer than
         `max_length`, repeats forever and fills every batch; other splits are
         read once, in order, with nothing dropped. `batch_size` is a token
-        budget per replica.
+        budget per replica. `length_limit` (training only): an int32 variable,
+        read as examples pass, above which they are skipped too (a length
+        curriculum raises it as training goes).
         """
         paths = self.split_files(data_dir, split)
         training = split == TRAIN
@@ -183,6 +186,8 @@ class Problem(abc.ABC):
         if training and max_length is not None:
             examples = examples.filter(lambda ex: batching.example_length(ex) <= max_length)
             limit = min(limit, max_length)
+        if training and length_limit is not None:
+            examples = examples.filter(lambda ex: batching.example_length(ex) <= length_limit)
         if training:
             examples = examples.repeat()
         batches = batching.bucket_by_tokens(examples, batch_size, limit, drop_remainder=training)

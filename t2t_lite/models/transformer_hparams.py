@@ -61,6 +61,13 @@ class TransformerHParams:
     max_length: int = 256
     # Tokens per batch (per replica), padding included.
     batch_size: int = 4096
+    # A length curriculum (0: off): at training step t, examples longer than
+    # curriculum_start_length + t // curriculum_steps_per_length (inputs or
+    # targets, EOS included, as max_length measures them) are skipped, so
+    # training starts on the shortest examples and admits one position more
+    # every curriculum_steps_per_length steps.
+    curriculum_start_length: int = 0
+    curriculum_steps_per_length: int = 0
     # In training, positions start at a random offset in [0, position_start_max)
     # (0: the batch's source length, as in tensor2tensor): "random", one offset
     # per batch shared by encoder and decoder; "random_per_step",
@@ -193,6 +200,14 @@ class TransformerHParams:
         )
         require(self.learning_rate_warmup_steps >= 0, "learning_rate_warmup_steps", "must be >= 0")
         require(self.max_length >= 2, "max_length", "must be >= 2 (a symbol and EOS)")
+        require(
+            self.curriculum_start_length == 0
+            or (2 <= self.curriculum_start_length and self.curriculum_steps_per_length > 0),
+            "curriculum_start_length, curriculum_steps_per_length",
+            "a curriculum needs a start length >= 2 (a symbol and EOS) and steps per "
+            f"length > 0, got {self.curriculum_start_length} and "
+            f"{self.curriculum_steps_per_length}",
+        )
         require(
             self.batch_size >= self.max_length,
             "batch_size, max_length",

@@ -60,6 +60,11 @@ def startup_summary(
         f"batches of {hp.batch_size:,} tokens per replica ({batch:,} per update); "
         f"max_length {hp.max_length}"
     )
+    if hp.curriculum_start_length:
+        batch_line += (
+            f"; length curriculum from {hp.curriculum_start_length} positions, one more "
+            f"every {hp.curriculum_steps_per_length:,} steps"
+        )
     plan_line = (
         f"plan: {resume} to {config.train_steps:,}; evaluate every "
         f"{config.local_eval_frequency} steps; checkpoint {checkpoints}{budget}"

@@ -10,8 +10,8 @@ from absl import logging
 
 from t2t_lite import checkpoints, cli, files, progress, run_dir
 from t2t_lite import experiment as experiment_lib
+from t2t_lite.data import batching, tfrecord
 from t2t_lite.data import problem as problem_lib
-from t2t_lite.data import tfrecord
 from t2t_lite.training import distribution, evaluation, run_setup, steps, stopping, summary
 from t2t_lite.training.config import TrainConfig
 
@@ -88,7 +88,7 @@ class Trainer:
     # Datasets.
 
     def distributed_dataset(
-        self, split: str, seed: int | None = None
+        self, split: str, seed: int | None = None, length_limit: tf.Variable | None = None
     ) -> tf.distribute.DistributedDataset:
         max_length = self.hp.max_length if split == problem_lib.TRAIN else None
 
@@ -100,6 +100,7 @@ class Trainer:
                 max_length=max_length,
                 seed=seed,
                 input_context=context,
+                length_limit=length_limit,
             )
 
         return self.strategy.distribute_datasets_from_function(dataset_fn)
@@ -114,9 +115,10 @@ class Trainer:
         config = self.config
         start_step = step = int(self.step.numpy())
         writer = self._summary_writer("train")
+        curriculum = self._curriculum(start_step)
         # Reseed the shuffle on resume so a restarted run does not replay its data.
         train_data = self.distributed_dataset(
-            problem_lib.TRAIN, seed=config.random_seed + start_step
+            problem_lib.TRAIN, seed=config.random_seed + start_step, length_limit=curriculum
         )
         paths = self.problem.filepaths(self.data_dir, problem_lib.TRAIN)
         iterator = iter(train_data)
@@ -142,6 +144,8 @@ class Trainer:
             for step in steps:
                 batches = tuple(tfrecord.next_element(iterator, paths) for _ in micro_batches)
                 pending.append(self._train_step(batches))
+                if curriculum is not None:
+                    self._advance_curriculum(curriculum, step)
                 reason, clock = self.stop.decide()
                 last = step == config.train_steps or bool(reason)
                 evaluate = step % config.local_eval_frequency == 0 and not last
@@ -171,6 +175,30 @@ class Trainer:
                 config.train_minutes, step, self.stop.seconds(),
             )  # fmt: skip
         return self.final_evaluation("time budget" if reason else "train_steps")
+
+    def _curriculum(self, step: int) -> tf.Variable | None:
+        """The length curriculum's limit at `step` (None: no curriculum), a host
+        variable the training data's filter reads."""
+        if not self.hp.curriculum_start_length:
+            return None
+        limit = self._curriculum_length(step)
+        logging.info("Length curriculum: examples up to %d positions at step %d.", limit, step)
+        with tf.device("/cpu:0"):
+            return tf.Variable(limit, dtype=tf.int32, trainable=False, name="length_limit")
+
+    def _curriculum_length(self, step: int) -> int:
+        hp = self.hp
+        return batching.curriculum_length(
+            hp.curriculum_start_length, hp.curriculum_steps_per_length, step
+        )
+
+    def _advance_curriculum(self, limit: tf.Variable, step: int) -> None:
+        """Admits longer examples once `step` is trained, until every one is in."""
+        new = self._curriculum_length(step)
+        longest = min(self.hp.max_length, self.problem.max_length(problem_lib.TRAIN))
+        if new != self._curriculum_length(step - 1) and new <= longest:
+            limit.assign(new)
+            logging.info("Length curriculum: examples up to %d positions from step %d.", new, step)
 
     def _last_good(self) -> str:
         if self._good_checkpoint is None:
