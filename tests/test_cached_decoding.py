@@ -73,6 +73,9 @@ MODELS = {
     # Scalable softmax: each query's scale counts the keys it sees, cached or not.
     "transformer_length_scale": lambda: transformer_model(attention_length_scale=3),
     "ut_length_scale": lambda: ut_model(attention_length_scale=3),
+    "ut_log_length_scale": lambda: ut_model(
+        attention_length_scale=2, attention_length_scale_learned=False
+    ),
     "adaptive_ut_basic_long": lambda: ut_model(
         adaptive=True, act_type="basic", act_halting_bias_init=-1.0, act_max_steps=6
     ),

@@ -112,6 +112,23 @@ def test_scalable_softmax_scales_logits_by_log_keys_seen_by_hand():
     np.testing.assert_allclose(causal, [[1.0, 0.0], [0.5, 0.5]], atol=1e-6)
 
 
+def test_fixed_log_length_scaling_by_hand():
+    """length_scale=4, not learned: no weight; the factor is max(1, log n / log 4):
+    1 for 2 and 4 keys (the plain softmax), 2 for 16 keys."""
+    layer = attention.MultiHeadAttention(
+        4, 1, dropout=0.0, length_scale=4, length_scale_learned=False
+    )
+    assert layer.trainable_weights == [] and layer.length_scale is None
+    two = tf.constant([[[[1.0, 0.0]]]])
+    np.testing.assert_allclose(
+        layer.softmax(two, tf.zeros([1, 1, 1, 2])), tf.nn.softmax(two), atol=1e-6
+    )
+    sixteen = tf.constant([[[[1.0] + [0.0] * 15]]])
+    e = math.exp(2.0)  # the first logit doubled
+    weights = layer.softmax(sixteen, tf.zeros([1, 1, 1, 16])).numpy().ravel()
+    np.testing.assert_allclose(weights[:2], [e / (e + 15), 1 / (e + 15)], atol=1e-6)
+
+
 def test_scalable_softmax_scale_is_trained():
     """The loss reaches s_h: a nonzero gradient for every head's scale."""
     tf.random.set_seed(3)

@@ -48,7 +48,9 @@ class MultiHeadAttention(keras.layers.Layer):
 
     length_scale: L > 1 turns on the scalable softmax (Nakanishi 2025): each
     head's logits times s_h * log(n), n the keys its query sees under the bias
-    and s_h a learned scalar initialised to 1 / log(L); 0: off.
+    and s_h a learned scalar initialised to 1 / log(L); 0: off. With
+    length_scale_learned=False the factor is max(1, log(n) / log(L)), fixed:
+    the plain softmax up to L keys, sharper past them (log-length scaling).
     """
 
     def __init__(
@@ -58,6 +60,7 @@ class MultiHeadAttention(keras.layers.Layer):
         dropout: float,
         key_channels: int = 0,
         length_scale: int = 0,
+        length_scale_learned: bool = True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -76,8 +79,9 @@ class MultiHeadAttention(keras.layers.Layer):
         self.dropout = keras.layers.Dropout(dropout)
         # Set by `recording` for the length of its block: called with (name, weights).
         self.recorder = None
-        self.length_scale = None
-        if length_scale:
+        self.length_scale = None  # the learned s_h, [H]
+        self.fixed_length = 0 if length_scale_learned else length_scale
+        if length_scale and length_scale_learned:
             self.length_scale = self.add_weight(
                 name="length_scale",
                 shape=(num_heads,),
@@ -106,11 +110,15 @@ class MultiHeadAttention(keras.layers.Layer):
         """float32 attention weights of logits [B, H, T, S] under an additive bias
         (broadcast to them), the scalable softmax's scale applied where it is on."""
         logits, bias = tf.cast(logits, tf.float32), tf.cast(bias, tf.float32)
-        if self.length_scale is not None:
+        if self.length_scale is not None or self.fixed_length:
             seen = tf.cast(bias > masks.NEG_INF / 2, tf.float32) + tf.zeros_like(logits)
-            keys = tf.reduce_sum(seen, axis=-1, keepdims=True)  # [B, H, T, 1]
-            scale = tf.reshape(self.length_scale, [1, -1, 1, 1])  # [1, H, 1, 1]
-            logits = logits * scale * tf.math.log(tf.maximum(keys, 1.0))
+            keys = tf.maximum(tf.reduce_sum(seen, -1, keepdims=True), 1.0)  # [B, H, T, 1]
+            log_keys = tf.math.log(keys)
+            if self.fixed_length:
+                logits = logits * tf.maximum(1.0, log_keys / math.log(self.fixed_length))
+            else:
+                scale = tf.reshape(self.length_scale, [1, -1, 1, 1])  # [1, H, 1, 1]
+                logits = logits * scale * log_keys
         return tf.nn.softmax(logits + bias)
 
     def attend(

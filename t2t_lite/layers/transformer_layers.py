@@ -60,6 +60,7 @@ class BlockConfig:
     transition: str = "fc"
     attention_key_channels: int = 0  # queries' and keys' width (0: hidden_size)
     attention_length_scale: int = 0  # scalable softmax's reference length (0: off)
+    attention_length_scale_learned: bool = True  # False: max(1, log n / log L), fixed
 
     def attention(self, name: str) -> attention.MultiHeadAttention:
         return attention.MultiHeadAttention(
@@ -68,6 +69,7 @@ class BlockConfig:
             self.attention_dropout,
             self.attention_key_channels,
             self.attention_length_scale,
+            self.attention_length_scale_learned,
             name=name,
         )
 

@@ -126,6 +126,7 @@ class Transformer(keras.Model):
             relu_dropout=hp.relu_dropout,
             attention_key_channels=hp.attention_key_channels,
             attention_length_scale=hp.attention_length_scale,
+            attention_length_scale_learned=hp.attention_length_scale_learned,
         )
 
     @property

@@ -96,6 +96,10 @@ class TransformerHParams:
     # scale is 1 at n = L. A longer input than training's then sharpens the
     # attention as much as it widens it, instead of flattening it.
     attention_length_scale: int = 0
+    # False: the factor is max(1, log(n) / log(L)), fixed (log-length scaling):
+    # attention is the plain softmax up to L keys and sharpens past them, so a
+    # run trains exactly as without it and only longer inputs see a change.
+    attention_length_scale_learned: bool = True
     # "sinusoid" (the paper's timing signal) or "learned": a trained table of
     # max_length position vectors (Table 3 (E); later positions read its last row);
     # "none": no position signal (order only through the decoder's causal mask).
