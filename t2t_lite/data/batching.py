@@ -15,6 +15,27 @@ def curriculum_length(start: int, steps_per_length: int, step: int) -> int:
     return start + step // steps_per_length
 
 
+class LengthCurriculum:
+    """A length curriculum's limit as a host variable (`limit`) that a training
+    dataset's filter reads, moved on by `advance` as steps are trained, until
+    it reaches `longest` (past it every example is in and nothing changes)."""
+
+    def __init__(self, start: int, steps_per_length: int, longest: int, step: int):
+        self.start, self.steps_per_length, self.longest = start, steps_per_length, longest
+        self.current = min(curriculum_length(start, steps_per_length, step), longest)
+        with tf.device("/cpu:0"):
+            self.limit = tf.Variable(self.current, dtype=tf.int32, trainable=False)
+
+    def advance(self, step: int) -> int | None:
+        """The new limit once `step` is trained, if it moved (else None)."""
+        new = min(curriculum_length(self.start, self.steps_per_length, step), self.longest)
+        if new == self.current:
+            return None
+        self.current = new
+        self.limit.assign(new)
+        return new
+
+
 def batch_sizes(lengths: list[int], tokens: int) -> list[int]:
     """Examples per batch for each bucket so that batch * length <= tokens."""
     return [max(1, tokens // length) for length in lengths]

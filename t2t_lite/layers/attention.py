@@ -111,8 +111,10 @@ class MultiHeadAttention(keras.layers.Layer):
         (broadcast to them), the scalable softmax's scale applied where it is on."""
         logits, bias = tf.cast(logits, tf.float32), tf.cast(bias, tf.float32)
         if self.length_scale is not None or self.fixed_length:
-            seen = tf.cast(bias > masks.NEG_INF / 2, tf.float32) + tf.zeros_like(logits)
-            keys = tf.maximum(tf.reduce_sum(seen, -1, keepdims=True), 1.0)  # [B, H, T, 1]
+            # The bias's own batch and query axes (the key axis broadcast to S),
+            # not a copy of the logits' [B, H, T, S].
+            seen = tf.cast(bias > masks.NEG_INF / 2, tf.float32) + tf.zeros_like(logits[:1, :1, :1])
+            keys = tf.maximum(tf.reduce_sum(seen, -1, keepdims=True), 1.0)  # [B|1, 1, T|1, 1]
             log_keys = tf.math.log(keys)
             if self.fixed_length:
                 logits = logits * tf.maximum(1.0, log_keys / math.log(self.fixed_length))

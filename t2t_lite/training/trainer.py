@@ -118,7 +118,9 @@ class Trainer:
         curriculum = self._curriculum(start_step)
         # Reseed the shuffle on resume so a restarted run does not replay its data.
         train_data = self.distributed_dataset(
-            problem_lib.TRAIN, seed=config.random_seed + start_step, length_limit=curriculum
+            problem_lib.TRAIN,
+            seed=config.random_seed + start_step,
+            length_limit=curriculum.limit if curriculum else None,
         )
         paths = self.problem.filepaths(self.data_dir, problem_lib.TRAIN)
         iterator = iter(train_data)
@@ -144,8 +146,10 @@ class Trainer:
             for step in steps:
                 batches = tuple(tfrecord.next_element(iterator, paths) for _ in micro_batches)
                 pending.append(self._train_step(batches))
-                if curriculum is not None:
-                    self._advance_curriculum(curriculum, step)
+                if curriculum is not None and (limit := curriculum.advance(step)):
+                    logging.info(
+                        "Length curriculum: examples up to %d positions from step %d.", limit, step
+                    )
                 reason, clock = self.stop.decide()
                 last = step == config.train_steps or bool(reason)
                 evaluate = step % config.local_eval_frequency == 0 and not last
@@ -176,29 +180,19 @@ class Trainer:
             )  # fmt: skip
         return self.final_evaluation("time budget" if reason else "train_steps")
 
-    def _curriculum(self, step: int) -> tf.Variable | None:
-        """The length curriculum's limit at `step` (None: no curriculum), a host
-        variable the training data's filter reads."""
-        if not self.hp.curriculum_start_length:
-            return None
-        limit = self._curriculum_length(step)
-        logging.info("Length curriculum: examples up to %d positions at step %d.", limit, step)
-        with tf.device("/cpu:0"):
-            return tf.Variable(limit, dtype=tf.int32, trainable=False, name="length_limit")
-
-    def _curriculum_length(self, step: int) -> int:
+    def _curriculum(self, step: int) -> batching.LengthCurriculum | None:
+        """The length curriculum at `step` (None: no curriculum)."""
         hp = self.hp
-        return batching.curriculum_length(
-            hp.curriculum_start_length, hp.curriculum_steps_per_length, step
+        if not hp.curriculum_start_length:
+            return None
+        longest = min(hp.max_length, self.problem.max_length(problem_lib.TRAIN))
+        curriculum = batching.LengthCurriculum(
+            hp.curriculum_start_length, hp.curriculum_steps_per_length, longest, step
         )
-
-    def _advance_curriculum(self, limit: tf.Variable, step: int) -> None:
-        """Admits longer examples once `step` is trained, until every one is in."""
-        new = self._curriculum_length(step)
-        longest = min(self.hp.max_length, self.problem.max_length(problem_lib.TRAIN))
-        if new != self._curriculum_length(step - 1) and new <= longest:
-            limit.assign(new)
-            logging.info("Length curriculum: examples up to %d positions from step %d.", new, step)
+        logging.info(
+            "Length curriculum: examples up to %d positions at step %d.", curriculum.current, step
+        )
+        return curriculum
 
     def _last_good(self) -> str:
         if self._good_checkpoint is None:
