@@ -262,3 +262,77 @@ def test_separate_embeddings_are_three_matrices_each_in_its_place():
         layer.weights_matrix.assign(tf.zeros_like(kept))
         assert not np.allclose(separate(features).numpy(), before)
         layer.weights_matrix.assign(kept)
+
+
+def test_randomized_positions_are_sorted_distinct_and_within_the_range():
+    """Each row: `count` distinct positions of [0, limit), increasing; a range no
+    longer than the count leaves only 0..count-1 (the consecutive positions)."""
+    seed = keras.random.SeedGenerator(4)
+    drawn = transformer.draw_positions(64, 12, 40, seed).numpy()
+    assert drawn.shape == (64, 12)
+    assert (np.diff(drawn, axis=1) > 0).all() and drawn.min() >= 0 and drawn.max() < 40
+    assert len({tuple(row) for row in drawn}) > 1  # drawn per row
+    assert drawn.max() > 30  # the range's far end is reached, not only the first 12
+    full = transformer.draw_positions(3, 5, 5, seed).numpy().tolist()
+    assert full == [[0, 1, 2, 3, 4]] * 3
+    assert transformer.draw_positions(1, 6, 2, seed).numpy().tolist() == [[0, 1, 2, 3, 4, 5]]
+
+
+def test_randomized_positions_map_every_coupled_index_through_one_table():
+    """Hand-derived: with the table [[10, 20, 30, 40, 50, 60, 70]] (row 1: its
+    double), the addition-coupled indices [0, 1, 2, 0, 1, 2, 3] read
+    [10, 20, 30, 10, 20, 30, 40]; the decoder's consecutive targets read the
+    table's first T entries; reverse coupling's [2, 1, 0, 3] reads
+    [30, 20, 10, 40]."""
+    table = tf.constant([[10, 20, 30, 40, 50, 60, 70], [20, 40, 60, 80, 100, 120, 140]])
+    model = tiny_model(position_coupling="addition", position_separator_id=2)
+    inputs = tf.constant([[4, 5, 2, 6, 7, 8, 1], [4, 2, 5, 2, 6, 1, 0]])
+    assert model.encoder_positions(inputs, table).numpy().tolist() == [
+        [10, 20, 30, 10, 20, 30, 40],
+        [20, 40, 20, 40, 20, 40, 60],
+    ]
+    _, bias = model.encode(inputs)
+    assert model.decoder_positions(3, bias, table).numpy().tolist() == [
+        [10, 20, 30],
+        [20, 40, 60],
+    ]
+    plain = tiny_model()
+    assert plain.encoder_positions(inputs[:, :4], table).numpy().tolist() == [
+        [10, 20, 30, 40],
+        [20, 40, 60, 80],
+    ]
+    reverse = tiny_model(position_coupling="reverse")
+    _, bias = reverse.encode(tf.constant([[5, 6, 7, 1, 0], [5, 1, 0, 0, 0]]))
+    assert reverse.decoder_positions(4, bias, table).numpy().tolist() == [
+        [30, 20, 10, 40],
+        [20, 40, 60, 80],
+    ]
+
+
+def test_randomized_positions_apply_in_training_only():
+    """The same weights: evaluation reads consecutive positions (equal to a model
+    without the option); training draws [B, K] positions, K the longer side,
+    shared by encoder and decoder; with a range as long as K they are the
+    consecutive ones and training equals evaluation (no dropout)."""
+    features = {
+        "inputs": tf.constant([[3, 4, 5, 1, 0], [6, 1, 0, 0, 0]]),
+        "targets": tf.constant([[7, 8, 1], [9, 1, 0]]),
+    }
+    quiet = {"layer_prepostprocess_dropout": 0.0, "attention_dropout": 0.0, "relu_dropout": 0.0}
+    fixed = tiny_model(**quiet)
+    drawn = tiny_model(**quiet, position_start_index="randomized", position_start_max=400)
+    tight = tiny_model(**quiet, position_start_index="randomized", position_start_max=5)
+    for m in (fixed, drawn, tight):
+        m(features)
+    for other in (drawn, tight):
+        trainable = [w for w in other.weights if "seed" not in w.path]
+        for source, target in zip(fixed.weights, trainable, strict=True):
+            target.assign(source)
+    expected = fixed(features, training=False).numpy()
+    np.testing.assert_allclose(drawn(features, training=False).numpy(), expected, atol=1e-6)
+    np.testing.assert_allclose(tight(features, training=True).numpy(), expected, atol=1e-5)
+    assert not np.allclose(drawn(features, training=True).numpy(), expected, atol=1e-4)
+    encoder, decoder = drawn.position_starts(features, training=True)
+    assert encoder is decoder and encoder.shape == (2, 5)
+    with pytest.raises(ValueError, match="position_start_max to at least"):
+        tiny_model(position_start_index="randomized")

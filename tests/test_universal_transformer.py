@@ -144,6 +144,22 @@ def test_random_position_start_applies_in_training_only():
     np.testing.assert_allclose(fixed(FEATURES, training=True).numpy(), expected, atol=1e-6)
 
 
+def test_randomized_positions_apply_in_training_only_for_the_ut():
+    """Randomized positions (coupled ones too) in the UT: evaluation is the plain
+    model's; a range as long as the batch's longer side draws the consecutive
+    positions, so training equals evaluation; a range of 400 moves the logits."""
+    coupled = {"position_coupling": "addition", "position_separator_id": 2}
+    fixed = ut_model(**coupled)
+    drawn = ut_model(**coupled, position_start_index="randomized", position_start_max=400)
+    tight = ut_model(**coupled, position_start_index="randomized", position_start_max=5)
+    copy_weights(fixed, drawn)
+    copy_weights(fixed, tight)
+    expected = fixed(FEATURES, training=False).numpy()
+    np.testing.assert_allclose(drawn(FEATURES, training=False).numpy(), expected, atol=1e-6)
+    np.testing.assert_allclose(tight(FEATURES, training=True).numpy(), expected, atol=1e-5)
+    assert not np.allclose(drawn(FEATURES, training=True).numpy(), expected, atol=1e-4)
+
+
 def test_offset_semantics_shared_and_per_step():
     """ "random": one offset in [0, max) for both stacks; "random_per_step": a vector of
     max_steps offsets per stack, drawn independently; evaluation always starts at 0."""

@@ -8,6 +8,29 @@ from t2t_lite.layers import embedding, facts, masks, transformer_layers, univers
 from t2t_lite.models import transformer_hparams
 
 
+def draw_positions(batch_size, count, limit: int, seed) -> tf.Tensor:
+    """Randomized positions: per row, a sorted random subset of `count` distinct
+    positions of [0, max(limit, count)) -> int32 [B, count]."""
+    span = tf.maximum(limit, count)
+    keys = keras.random.uniform(tf.stack([batch_size, span]), seed=seed)  # [B, span]
+    _, chosen = tf.math.top_k(keys, k=count)  # [B, count]: distinct, in random order
+    return tf.sort(chosen, axis=-1)
+
+
+def is_drawn(start: tf.Tensor | int) -> bool:
+    """Whether a position start is a [B, K] table of randomized positions."""
+    return isinstance(start, tf.Tensor) and start.shape.rank == 2
+
+
+def place(start: tf.Tensor | int, index: tf.Tensor) -> tf.Tensor:
+    """Position indices [B or 1, L] (0 the first) -> positions: start + index, or,
+    with a drawn table [B, K], each index's drawn position -> [B, L]."""
+    if not is_drawn(start):
+        return start + index
+    index = tf.broadcast_to(index, [tf.shape(start)[0], tf.shape(index)[1]])  # [B, L]
+    return tf.gather(start, index, batch_dims=1)  # [B, L]
+
+
 def shift_right(targets: tf.Tensor) -> tf.Tensor:
     """Decoder inputs: targets delayed one step, PAD (0) as the start symbol. [B, T]."""
     return tf.pad(targets, [[0, 0], [1, 0]])[:, :-1]  # [B, T]
@@ -174,13 +197,21 @@ class Transformer(keras.Model):
         shared by encoder and decoder, so a target keeps its relative
         position to the source; "random_per_step" is tensor2tensor's UT
         offsets: each stack its own (the UT: one per recurrence step,
-        `offset_shape`), so positions carry nothing across the stacks.
+        `offset_shape`), so positions carry nothing across the stacks;
+        "randomized" draws each row's positions (`draw_positions`: a sorted
+        subset of [0, position_start_max) as long as the batch's longer side),
+        one [B, K] table for encoder and decoder, which `place` maps every
+        position index through (coupled ones included).
         """
         hp = self.hparams
         if not training or hp.position_start_index == "none":
             return 0, 0
         source = features["inputs"] if self.has_encoder else features["targets"]
         limit = hp.position_start_max or tf.shape(source)[1]
+        if hp.position_start_index == "randomized":
+            count = tf.maximum(tf.shape(source)[1], tf.shape(features["targets"])[1])
+            table = draw_positions(tf.shape(source)[0], count, limit, self.seed_generator)
+            return table, table
 
         def draw(shape):
             return keras.random.randint(shape, 0, limit, dtype="int32", seed=self.seed_generator)
@@ -210,11 +241,13 @@ class Transformer(keras.Model):
         consecutive ones per source (beam search).
         """
         if self.hparams.position_coupling != "reverse":
+            if is_drawn(start):  # training's randomized positions: [B, length]
+                return place(start, first + tf.range(length)[tf.newaxis])
             return start + first
         symbols = universal.source_lengths(encoder_bias, rows) - 1  # [B] without EOS
         n = symbols[:, tf.newaxis]  # [B, 1]
         steps = first + tf.range(length)[tf.newaxis]  # [1, length]
-        return start + tf.where(steps < n, n - 1 - steps, steps)  # [B, length]
+        return place(start, tf.where(steps < n, n - 1 - steps, steps))  # [B, length]
 
     def encoder_positions(self, inputs: tf.Tensor, start: tf.Tensor | int = 0) -> tf.Tensor | int:
         """The encoder's positions for inputs [B, S] from `start`: start itself
@@ -223,9 +256,11 @@ class Transformer(keras.Model):
         "3 1 + 4 5 EOS" -> start + [0, 1, 2, 0, 1, 2] (the separator and EOS
         one past their number's last digit).
         """
-        if self.hparams.position_coupling != "addition":
-            return start
         length = tf.shape(inputs)[1]
+        if self.hparams.position_coupling != "addition":
+            if is_drawn(start):  # training's randomized positions: [B, S]
+                return place(start, tf.range(length)[tf.newaxis])
+            return start
         index = tf.range(length)  # [S]
         # A separator at j restarts the count at j + 1 (it ends its own number).
         after = tf.where(tf.equal(inputs, self.hparams.position_separator_id), index + 1, 0)
@@ -233,7 +268,7 @@ class Transformer(keras.Model):
         restart = tf.reduce_max(
             tf.where(before[tf.newaxis], after[:, :, tf.newaxis], 0), axis=1
         )  # [B, S(j), S(i)] -> [B, S]: the newest restart before each position
-        return start + index[tf.newaxis] - restart  # [B, S]
+        return place(start, index[tf.newaxis] - restart)  # [B, S]
 
     def encode(
         self, inputs: tf.Tensor, training: bool = False, position_start: tf.Tensor | int = 0

@@ -6,7 +6,7 @@ import math
 from t2t_lite import hparams as hparams_lib
 from t2t_lite import registry
 
-POSITION_STARTS = ("none", "random", "random_per_step")
+POSITION_STARTS = ("none", "random", "random_per_step", "randomized")
 # Decoder positions tied to the source positions they read (position coupling,
 # Cho et al. 2024): "none", target t at position t; "reverse", target t < n at
 # n - 1 - t for a source of n symbols (the source symbol it copies) and the EOS
@@ -72,7 +72,11 @@ class TransformerHParams:
     # (0: the batch's source length, as in tensor2tensor): "random", one offset
     # per batch shared by encoder and decoder; "random_per_step",
     # tensor2tensor's UT offsets, a fresh one per stack (and, in the UT, per
-    # recurrence step). See Transformer.position_starts.
+    # recurrence step); "randomized", randomized positions (Ruoss et al. 2023):
+    # each example's positions are a sorted random subset of
+    # [0, position_start_max), so order is kept and the distances between
+    # positions range as far as the longest test input's (coupled positions
+    # map through the same subset). See Transformer.position_starts.
     position_start_index: str = "none"
     position_start_max: int = 0
     # "reverse": decoder position t < n is n - 1 - t and EOS's is n (plus the offset),
@@ -159,6 +163,12 @@ class TransformerHParams:
         )
         require(self.position_start_max >= 0, "position_start_max", "must be >= 0")
         require(
+            self.position_start_index != "randomized" or self.position_start_max > 0,
+            "position_start_index, position_start_max",
+            "position_start_index=randomized draws positions from [0, position_start_max): "
+            "set position_start_max to at least the longest input to be read (e.g. 400)",
+        )
+        require(
             self.position_coupling in POSITION_COUPLINGS,
             "position_coupling",
             f"must be one of {POSITION_COUPLINGS}, got {self.position_coupling!r}",
@@ -167,7 +177,7 @@ class TransformerHParams:
             self.position_coupling == "none" or self.position_start_index != "random_per_step",
             "position_coupling, position_start_index",
             "coupled positions need one offset shared by encoder and decoder "
-            "(position_start_index=none or random), not random_per_step",
+            "(position_start_index=none, random or randomized), not random_per_step",
         )
         require(
             (self.position_coupling == "addition") == (self.position_separator_id >= 0),
