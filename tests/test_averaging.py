@@ -245,3 +245,23 @@ def test_a_checkpoint_named_twice_is_refused(tmp_path):
     paths = save_step_valued(str(tmp_path / "a"), [1, 2])
     with pytest.raises(ValueError, match="--checkpoints names .*model.ckpt-2' twice"):
         averaging.run("", 3, [*paths, paths[1]], str(tmp_path / "x"))
+
+
+def test_the_table_reuses_an_average_only_of_the_checkpoints_it_asks_for(tmp_path):
+    """An average of the last 2 (t2t-avg-checkpoints) sits where the averaged row's
+    last-5 average goes: the row makes its own (mean step 4, not 5.5) and reuses
+    that on a rerun, unwritten; a retrained checkpoint makes it average again."""
+    from t2t_lite.reproduction import translation
+
+    run = str(tmp_path / "run")
+    save_step_valued(run, [1, 2, 3, 4, 5, 6])
+    other = averaging.run(run, num_last=2, explicit=[])
+    assert mean_step_weight(other) == 5.5
+    target = translation.averaged(run, 5)
+    assert target == other and mean_step_weight(target) == 4.0
+    written = tf.io.gfile.stat(target + ".index").mtime_nsec
+    assert translation.averaged(run, 5) == target
+    assert tf.io.gfile.stat(target + ".index").mtime_nsec == written
+    save_step_valued(run, [6])  # step 6 written again (a retrained run reuses names)
+    translation.averaged(run, 5)
+    assert tf.io.gfile.stat(target + ".index").mtime_nsec != written

@@ -16,8 +16,6 @@ smoothing, per subword) and sacrebleu's BLEU of the detokenized decodes.
 import dataclasses
 import os
 
-import tensorflow as tf
-
 from t2t_lite import run_dir as run_dir_lib
 from t2t_lite.checkpoints import CHECKPOINT_NAME
 from t2t_lite.reproduction import greedy, seed_stats
@@ -158,15 +156,15 @@ def score(row: Row, run_dir: str, data_dir: str, split: str) -> dict:
 
 def averaged(run_dir: str, last: int) -> str:
     """The average of the run's last `last` checkpoints: the one written before
-    when it is newer than every kept checkpoint (a rerun of the table neither
-    rewrites it nor, its write time unchanged, decodes it again), else a new one."""
-    kept = run_dir_lib.kept_checkpoints(run_dir)
-    step = kept[-1].rsplit("-", 1)[-1]
+    when its record names exactly those checkpoints (a rerun of the table
+    neither rewrites it nor, its write time unchanged, decodes it again), else
+    a new one (an average of another count, e.g. by t2t-avg-checkpoints, or
+    of checkpoints since rewritten, is not reused)."""
+    sources = averaging.select(run_dir, last, [])
+    step = sources[-1].rsplit("-", 1)[-1]
     target = os.path.join(run_dir, run_dir_lib.AVERAGED_DIR, f"{CHECKPOINT_NAME}-{step}")
-    if tf.io.gfile.exists(target + ".index"):
-        written = tf.io.gfile.stat(target + ".index").mtime_nsec
-        if all(tf.io.gfile.stat(path + ".index").mtime_nsec <= written for path in kept):
-            return target
+    if averaging.is_average_of(target, sources):
+        return target
     return averaging.run(run_dir, last, [])
 
 

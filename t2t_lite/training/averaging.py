@@ -6,6 +6,7 @@ averaged; the newest checkpoint's object graph is written with the averages,
 so the result restores exactly like the checkpoints it came from.
 """
 
+import json
 import os
 
 import numpy as np
@@ -18,6 +19,8 @@ from t2t_lite import checkpoints, files, run_dir
 
 # Written as <output_path>.incomplete-<owner tag>, renamed when complete.
 TEMPORARY = ".incomplete-"
+# Beside an average: the checkpoints it was made of (`provenance`).
+SOURCES_SUFFIX = ".sources.json"
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 STEP_KEY = "step/.ATTRIBUTES/VARIABLE_VALUE"
 
@@ -105,7 +108,11 @@ def average(paths: list[str], output_path: str) -> None:
     directory = os.path.dirname(files.absolute(output_path))
     files.check_writable_dir(directory, "--output_path's directory")
     files.remove_leftovers(directory, TEMPORARY, anywhere=True)  # of any step's average
+    record = output_path + SOURCES_SUFFIX
+    if tf.io.gfile.exists(record):  # a kill before the new record leaves none, not the old
+        tf.io.gfile.remove(record)
     write_replacing(output_path, names, tensors)
+    files.write_atomically(record, files.strict_json({"sources": provenance(paths)}))
     # The directory's "checkpoint" file names it, so the directory works as
     # a --checkpoint_path too.
     name = os.path.basename(output_path)
@@ -113,6 +120,23 @@ def average(paths: list[str], output_path: str) -> None:
         os.path.join(directory, "checkpoint"),
         f'model_checkpoint_path: "{name}"\nall_model_checkpoint_paths: "{name}"\n',
     )
+
+
+def provenance(paths: list[str]) -> list[list]:
+    """What an average is made of: each source checkpoint's name and the write time
+    of its index (a retrained run reuses names, not write times)."""
+    return [
+        [os.path.basename(path), tf.io.gfile.stat(path + ".index").mtime_nsec] for path in paths
+    ]
+
+
+def is_average_of(output_path: str, paths: list[str]) -> bool:
+    """Whether the checkpoint at output_path is the average of exactly `paths`, as
+    `average` recorded beside it (no record: unknown, so False)."""
+    record = output_path + SOURCES_SUFFIX
+    if not tf.io.gfile.exists(output_path + ".index") or not tf.io.gfile.exists(record):
+        return False
+    return json.loads(files.read_text(record)).get("sources") == provenance(paths)
 
 
 def live_shard_count(output_path: str) -> int | None:
