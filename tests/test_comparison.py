@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import os
 import shutil
@@ -85,6 +86,7 @@ def finished_run(tmp_path, exp, data_dir, seed, step=5, source=True, minutes=0.0
     if source:
         record["source"] = {
             "data_dir": files.absolute(data_dir),
+            "data_stamp": exp.build_problem().data_stamp(data_dir),
             "random_seed": seed,
             "train_minutes": minutes,
             "stopped_by": by,
@@ -128,6 +130,13 @@ def test_finished_runs_are_reused_only_for_the_same_experiment_data_and_seed(tmp
     # Figures that do not say where they came from are evaluated again.
     old = finished_run(tmp_path, resolve(), data, seed=1, source=False)
     assert comparison._finished(old, resolve(), data, config()) is None
+    # Data regenerated in the same directory: the figures are taken again.
+    run = finished_run(tmp_path, resolve(), data, seed=1)
+    problem = resolve().build_problem()
+    os.makedirs(data)
+    with open(problem.data_files(data)[0], "wb") as shard:
+        shard.write(b"regenerated")
+    assert comparison._finished(run, resolve(), data, config()) is None
 
 
 def test_rerun_with_other_hparams_refuses_instead_of_printing_the_old_figures(
@@ -141,6 +150,7 @@ def test_rerun_with_other_hparams_refuses_instead_of_printing_the_old_figures(
         record = {"step": config.train_steps, "dev": results(0.5, 0.5, 0.5)["dev"]}
         record["source"] = {
             "data_dir": os.path.abspath(data_dir),
+            "data_stamp": exp.build_problem().data_stamp(data_dir),
             "random_seed": 1,
             "train_minutes": 0.0,
             "stopped_by": "train_steps",
@@ -352,6 +362,17 @@ def test_greedy_figures_sit_beside_the_teacher_forced_ones(copy_run, tmp_path, m
     shutil.copytree(data_dir, other_data)
     with pytest.raises(AssertionError, match="decoded again"):
         greedy.evaluate(str(run), str(other_data), "test", 20)
+    # Regenerated data in the same directory: other files, decoded again.
+    shard = (
+        greedy.experiment.Experiment.load(str(run)).build_problem().filepaths(data_dir, "test")[0]
+    )
+    kept_time = os.stat(shard).st_mtime_ns
+    os.utime(shard, ns=(kept_time, kept_time + 10**9))
+    try:
+        with pytest.raises(AssertionError, match="decoded again"):
+            greedy.evaluate(str(run), data_dir, "test", 20)
+    finally:  # the fixture's data is shared
+        os.utime(shard, ns=(kept_time, kept_time))
     # A retrained run reuses its checkpoint names; its index's write time differs.
     index = run / "model.ckpt-800.index"
     os.utime(index, ns=(index.stat().st_atime_ns, index.stat().st_mtime_ns + 10**9))
@@ -420,3 +441,4 @@ def test_the_length_scaled_ut_trains_evaluates_and_greedy_decodes_through_compar
         os.path.join(out, "test_identity_small", "ut_length_depth")
     ).hparams
     assert hp.length_depth and hp.rec_steps_random == 1 and hp.rec_decoder_steps == 4
+

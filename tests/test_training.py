@@ -78,8 +78,11 @@ def test_resume_continues_at_same_step_with_same_state(small_data, tmp_path):
     with open(os.path.join(out, "metrics.json")) as f:
         metrics = json.load(f)
     assert metrics["step"] == 6 and set(metrics) == {"step", "source", "dev", "test"}
+    stamp = second.problem.data_stamp(small_data)
+    assert len(stamp) == 16 and stamp == second.problem.data_stamp(small_data)
     assert metrics["source"] == {
         "data_dir": os.path.abspath(small_data),
+        "data_stamp": stamp,
         "random_seed": 1,
         "train_minutes": 0.0,
         "stopped_by": "train_steps",

@@ -1,6 +1,7 @@
 """The Problem base class: generate examples, write TFRecords, read tf.data."""
 
 import abc
+import hashlib
 import os
 from collections.abc import Iterator
 
@@ -91,6 +92,17 @@ class Problem(abc.ABC):
     def data_files(self, data_dir: str) -> list[str]:
         """Every file generate_data writes in data_dir: each split's shards."""
         return [path for split in sorted(self.splits) for path in self.filepaths(data_dir, split)]
+
+    def data_stamp(self, data_dir: str) -> str:
+        """What data_dir's files are now: a hash of each one's name, size and write
+        time. Regenerated data gets another stamp, so figures taken on the old
+        files are not read as the new ones'; the same files keep theirs."""
+        entries = []
+        for path in self.data_files(data_dir):
+            if tf.io.gfile.exists(path):
+                stat = tf.io.gfile.stat(path)
+                entries.append(f"{os.path.basename(path)} {stat.length} {stat.mtime_nsec}")
+        return hashlib.sha256("\n".join(entries).encode()).hexdigest()[:16]
 
     def missing_data(self, data_dir: str) -> list[str]:
         """The data files that do not exist (all of them for a new data dir)."""

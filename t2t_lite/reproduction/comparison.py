@@ -215,7 +215,8 @@ def _finished(
     trainer resumes or re-evaluates it).
 
     A run directory that holds another experiment, or figures of another data
-    dir or seed, is refused with one line: its figures would be stale.
+    dir or seed, is refused with one line: its figures would be stale. Figures
+    taken before the data dir's files were rewritten are taken again.
     """
     exp.check_matches(run_dir)  # another model, problem or hparams: ValueError
     path = os.path.join(run_dir, METRICS_FILE)
@@ -240,6 +241,9 @@ def _finished(
             f"{run_dir!r} holds a finished run with {found}, not {asked}; "
             "use a new --output_dir or the same flags"
         )
+    if source.get("data_stamp") != exp.build_problem().data_stamp(data_dir):
+        logging.info("%s: the data files changed since; evaluating its checkpoint again.", path)
+        return None
     budget_spent = config.train_minutes and source.get("stopped_by") == "time budget"
     if step != config.train_steps and not budget_spent:
         return None  # the trainer resumes it

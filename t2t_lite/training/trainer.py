@@ -289,6 +289,7 @@ class Trainer:
             # What the figures came from, so a reader can refuse stale ones.
             source = {
                 "data_dir": files.absolute(self.data_dir),
+                "data_stamp": self.problem.data_stamp(self.data_dir),
                 "random_seed": self.config.random_seed,
                 "train_minutes": self.config.train_minutes,
                 "stopped_by": stopped_by,
