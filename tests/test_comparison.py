@@ -442,3 +442,31 @@ def test_the_length_scaled_ut_trains_evaluates_and_greedy_decodes_through_compar
     ).hparams
     assert hp.length_depth and hp.rec_steps_random == 1 and hp.rec_decoder_steps == 4
 
+
+@pytest.mark.parametrize(
+    ("key", "counterpart"),
+    [
+        ("universal_transformer_randomized", "universal_transformer_coupled"),
+        ("transformer_randomized", "transformer_coupled"),
+        ("transformer_ut_shape_randomized", "transformer_ut_shape_coupled"),
+    ],
+)
+def test_randomized_entries_are_their_coupled_counterparts_with_drawn_positions(key, counterpart):
+    """Each randomized row is its coupled row with positions drawn from [0, 400)
+    instead of offsets: every other hparam the same, on addition and reverse."""
+    from t2t_lite import experiment
+
+    for problem in ("algorithmic_addition_decimal40", "algorithmic_reverse_decimal40"):
+        hps = [
+            experiment.Experiment.resolve(
+                entry.model, problem, entry.hparams_set_for(problem), entry.hparams_for(k, problem)
+            ).hparams
+            for k, entry in (
+                (key, comparison.ENTRIES[key]),
+                (counterpart, comparison.ENTRIES[counterpart]),
+            )
+        ]
+        drawn, offsets = hps
+        assert (drawn.position_start_index, drawn.position_start_max) == ("randomized", 400)
+        assert offsets.position_start_index == "random"
+        assert dataclasses.replace(drawn, position_start_index="random") == offsets

@@ -37,6 +37,9 @@ PAPER_LTE = {
 # Offsets shared by encoder and decoder, below 400: past the 1..200 test positions
 # of the length-20 problems, and covering the 1..400 of the length-40 ones.
 OFFSETS = "position_start_index=random,position_start_max=400"
+# Randomized positions (Ruoss et al. 2023): each training example's positions a
+# sorted random subset of [0, 400), the length-40 problems' longest test input.
+RANDOMIZED = "position_start_index=randomized,position_start_max=400"
 # universal_transformer_algorithmic_tiny's depth (recurrence steps) and width.
 UT_SHAPE = "num_hidden_layers=4,hidden_size=64,filter_size=256"
 # Depth that grows with the input (issue of the UT's own edge; docs/length_depth.md):
@@ -178,6 +181,32 @@ ENTRIES = {
         "transformer_algorithmic_tiny",
         "transformer",
         f"{OFFSETS},{UT_SHAPE},position_every_layer=True",
+        coupled=True,
+    ),
+    # Coupled positions drawn at random in training (docs/length_depth.md): the
+    # distances of ten-times-longer inputs are seen while training on short ones.
+    "universal_transformer_randomized": Entry(
+        "UT, randomized coupled positions",
+        "universal_transformer",
+        "universal_transformer_algorithmic_tiny",
+        "universal_transformer",
+        RANDOMIZED,
+        coupled=True,
+    ),
+    "transformer_randomized": Entry(
+        "Transformer, randomized coupled positions",
+        "transformer",
+        "transformer_algorithmic_tiny",
+        "transformer",
+        RANDOMIZED,
+        coupled=True,
+    ),
+    "transformer_ut_shape_randomized": Entry(
+        "Transformer, UT's shape, randomized coupled positions at every layer",
+        "transformer",
+        "transformer_algorithmic_tiny",
+        "transformer",
+        f"{RANDOMIZED},{UT_SHAPE},position_every_layer=True",
         coupled=True,
     ),
     # The UT's own edge (docs/length_depth.md): one table on parity, copy, reverse
