@@ -14,10 +14,8 @@ smoothing, per subword) and sacrebleu's BLEU of the detokenized decodes.
 """
 
 import dataclasses
-import os
 
 from t2t_lite import run_dir as run_dir_lib
-from t2t_lite.checkpoints import CHECKPOINT_NAME
 from t2t_lite.reproduction import greedy, seed_stats
 from t2t_lite.reproduction.entries import Entry
 from t2t_lite.training import averaging
@@ -161,8 +159,7 @@ def averaged(run_dir: str, last: int) -> str:
     a new one (an average of another count, e.g. by t2t-avg-checkpoints, or
     of checkpoints since rewritten, is not reused)."""
     sources = averaging.select(run_dir, last, [])
-    step = sources[-1].rsplit("-", 1)[-1]
-    target = os.path.join(run_dir, run_dir_lib.AVERAGED_DIR, f"{CHECKPOINT_NAME}-{step}")
+    target = averaging.default_output(run_dir, sources)
     if averaging.is_average_of(target, sources):
         return target
     return averaging.run(run_dir, last, [])

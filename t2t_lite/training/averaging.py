@@ -47,6 +47,13 @@ def select(model_dir: str, num_last: int, explicit: list[str]) -> list[str]:
     return available[-num_last:]
 
 
+def default_output(model_dir: str, paths: list[str]) -> str:
+    """Where the average of `paths` goes by default: <model_dir>/averaged/model.ckpt-<newest step>."""
+    return os.path.join(
+        model_dir, run_dir.AVERAGED_DIR, f"{checkpoints.CHECKPOINT_NAME}-{_step(paths[-1])}"
+    )
+
+
 def _step(path: str) -> int:
     reader = checkpoints.reader(path)
     return int(reader.get_tensor(STEP_KEY)) if reader.has_tensor(STEP_KEY) else 0
@@ -258,9 +265,7 @@ def run(model_dir: str, num_last: int, explicit: list[str], output_path: str = "
     attempt = 1
     while True:
         paths = select(model_dir, num_last, explicit)
-        target = output_path or os.path.join(
-            model_dir, run_dir.AVERAGED_DIR, f"{checkpoints.CHECKPOINT_NAME}-{_step(paths[-1])}"
-        )
+        target = output_path or default_output(model_dir, paths)
         _check_output(model_dir, target, paths)
         try:
             average(paths, target)
