@@ -19,17 +19,23 @@ virtual environment (torch below 2.3, numpy below 2), named by --onmt_python:
   python3 -m venv onmt && onmt/bin/pip install "torch<2.3" "numpy<2" "OpenNMT-py==3.5.1"
   python bench/bleu_vs_opennmt.py --train=train.en,train.de --dev=dev.en,dev.de \
       --test=test.en,test.de --onmt_python=onmt/bin/python --minutes=45 --work_dir=W
+
+A run that is stopped (SIGTERM, Ctrl-C, a lost machine) is continued by the
+same command: each side goes on from its newest checkpoint, with its wall
+time so far kept in W (`resumable`); a longer --steps or --minutes extends a
+finished comparison. Other settings or input files in the same W are refused.
 """
 
 import json
 import os
 import subprocess
 import sys
-import time
 
 from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import resumable
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("train", None, "SOURCE,TARGET text files, aligned line by line.")
@@ -62,15 +68,6 @@ flags.DEFINE_integer(
 flags.mark_flags_as_required(["train", "dev", "test", "work_dir"])
 
 PROBLEM = "translate_from_files"
-
-
-def _run(command: list[str], log: str, core: int | None, env: dict | None = None):
-    """Starts a command pinned to one core (taskset, where there is one), output to log."""
-    if core is not None and os.path.exists("/usr/bin/taskset"):
-        command = ["taskset", "-c", str(core), *command]
-    handle = open(log, "w")  # noqa: SIM115 (closed by the caller's wait)
-    env = {**os.environ, "TF_NUM_INTRAOP_THREADS": "1", "OMP_NUM_THREADS": "1", **(env or {})}
-    return subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env), handle
 
 
 def _t2t(name: str) -> str:
@@ -161,8 +158,26 @@ def write_onmt_config(work: str, files: dict[str, str]) -> str:
     return path
 
 
-def _minutes_limit() -> list[str]:
-    return ["timeout", "-s", "TERM", f"{int(FLAGS.minutes * 60)}"] if FLAGS.minutes else []
+SETTINGS = (
+    "layers", "hidden_size", "heads", "filter_size", "vocab_size", "batch_tokens", "warmup",
+    "learning_rate", "seed", "save_every", "eval_every", "beam_size", "alpha",
+)  # fmt: skip
+
+
+def settings() -> dict:
+    """What the comparison is (a rerun must match): every flag but the budget, the
+    input files by content, and whether OpenNMT-py takes part."""
+    used = {name: getattr(FLAGS, name) for name in SETTINGS}
+    for name in ("train", "dev", "test"):
+        paths = getattr(FLAGS, name)
+        if len(paths) != 2:
+            raise ValueError(f"--{name}: expected SOURCE,TARGET (two files), got {paths}")
+        for path in paths:
+            if not os.path.isfile(path):
+                raise ValueError(f"--{name}: no file {path}")
+        used[name] = [resumable.file_identity(path) for path in paths]
+    used["onmt_python"] = bool(FLAGS.onmt_python)
+    return used
 
 
 def main(argv):
@@ -171,6 +186,12 @@ def main(argv):
 
     work = os.path.abspath(FLAGS.work_dir)
     os.makedirs(work, exist_ok=True)
+    try:
+        resumable.check_settings(work, settings())
+    except ValueError as err:
+        raise SystemExit(f"bleu_vs_opennmt: {err}") from None
+    clock = resumable.WallClock(work)
+    budget = FLAGS.minutes * 60
     data_dir, tokens = prepare(work)
     run_dir = os.path.join(work, "t2t_run")
     hparams = (
@@ -188,28 +209,34 @@ def main(argv):
         f"--eval_bleu_examples={300 if FLAGS.eval_every else 0}",
         f"--save_checkpoints_steps={FLAGS.save_every}", "--keep_checkpoint_max=1000",
     ]  # fmt: skip
-    jobs = {"t2t_lite": _run(t2t_command, os.path.join(work, "t2t_train.log"), 0)}
+    jobs = {}
+    if _t2t_due(run_dir, budget):  # t2t-train resumes from its run dir by itself
+        jobs["t2t_lite"] = resumable.start(t2t_command, os.path.join(work, "t2t_train.log"), 0)
+        clock.start("t2t_lite")
     if FLAGS.onmt_python:
         files = tokenize_for_onmt(work, tokens)
         config = write_onmt_config(work, files)
         onmt = os.path.join(os.path.dirname(FLAGS.onmt_python), "onmt_train")
-        command = [*_minutes_limit(), onmt, "-config", config]
-        jobs["opennmt_py"] = _run(command, os.path.join(work, "onmt_train.log"), 1)
-    seconds = {}
-    start = time.perf_counter()
-    while len(seconds) < len(jobs):  # side by side: each one's own end
-        for name, (process, handle) in jobs.items():
-            if name not in seconds and process.poll() is not None:
-                handle.close()
-                seconds[name] = round(time.perf_counter() - start, 1)
-        time.sleep(1.0)
-    if jobs["t2t_lite"][0].returncode != 0:
+        left = budget - clock.total("opennmt_py")
+        saved = _onmt_steps(work)
+        if (not saved or saved[-1] < FLAGS.steps) and (not budget or left > 0):
+            # From its newest checkpoint, optimizer and step count included.
+            resume = ["-train_from", _onmt_checkpoint(work, saved[-1])] if saved else []
+            limit = ["timeout", "-s", "TERM", f"{int(left)}"] if budget else []
+            command = [*limit, onmt, "-config", config, *resume]
+            jobs["opennmt_py"] = resumable.start(command, os.path.join(work, "onmt_train.log"), 1)
+            clock.start("opennmt_py")
+    resumable.wait(jobs, clock)
+    if "t2t_lite" in jobs and jobs["t2t_lite"][0].returncode != 0:
         raise SystemExit(f"t2t-train failed; see {work}/t2t_train.log")
     references = _lines(FLAGS.test[1])
     result = {"benchmark": "bleu_vs_opennmt", "machine": common.machine(), "seed": FLAGS.seed}
+    seconds = {name: clock.total(name) for name in ("t2t_lite", "opennmt_py")}
     steps = {"t2t_lite": _t2t_steps(run_dir)}
     if FLAGS.onmt_python:
         steps["opennmt_py"] = _onmt_steps(work)
+        if not steps["opennmt_py"]:
+            raise SystemExit(f"OpenNMT-py wrote no checkpoint; see {work}/onmt_train.log")
     # Each one's newest checkpoint (the budget's end: equal time under --minutes), and
     # the newest step both saved (equal steps), where the two differ.
     points = {"budget": {name: max(saved) for name, saved in steps.items()}}
@@ -235,6 +262,18 @@ def main(argv):
     print(json.dumps(result))
 
 
+def _t2t_due(run_dir: str, budget: float) -> bool:
+    """Whether t2t_lite has training left: its newest checkpoint is short of --steps
+    and, under --minutes, its recorded training time short of the budget."""
+    from t2t_lite import run_dir as run_dir_lib
+
+    saved = _t2t_steps(run_dir)
+    if not saved:
+        return True
+    trained = run_dir_lib.trained_seconds(run_dir, saved[-1])
+    return saved[-1] < FLAGS.steps and (not budget or trained < budget)
+
+
 def _t2t_steps(run_dir: str) -> list[int]:
     import glob
     import re
@@ -248,9 +287,11 @@ def _onmt_steps(work: str) -> list[int]:
     import re
 
     found = glob.glob(os.path.join(work, "onmt_model", "model_step_*.pt"))
-    if not found:
-        raise ValueError(f"OpenNMT-py wrote no checkpoint; see {work}/onmt_train.log")
     return sorted(int(re.search(r"_(\d+)\.pt$", path).group(1)) for path in found)
+
+
+def _onmt_checkpoint(work: str, step: int) -> str:
+    return os.path.join(work, "onmt_model", f"model_step_{step}.pt")
 
 
 def _t2t_side(run_dir: str, step: int, references: list[str], seconds: dict, point: str):
@@ -288,7 +329,7 @@ def _onmt_side(work: str, files: dict, references: list[str], seconds: dict, ste
     """Decodes the test file with OpenNMT-py's checkpoint of `step` and scores it."""
     from t2t_lite.data import subword
 
-    checkpoint = os.path.join(work, "onmt_model", f"model_step_{step}.pt")
+    checkpoint = _onmt_checkpoint(work, step)
     output = os.path.join(work, f"onmt_test.{step}.ids")
     translate = os.path.join(os.path.dirname(FLAGS.onmt_python), "onmt_translate")
     subprocess.run(

@@ -185,16 +185,15 @@ def test_the_bleu_benchmark_against_opennmt_prints_its_line(tmp_path):
             files[f"{split}.{side}"] = tmp_path / f"{split}.{side}"
             files[f"{split}.{side}"].write_text("\n".join(lines) + "\n", encoding="utf-8")
     onmt = os.environ.get("T2T_ONMT_PYTHON", "")
-    (row,) = run_bench(
-        tmp_path,
+    flags = [
         f"--train={files['train.en']},{files['train.de']}",
         f"--dev={files['dev.en']},{files['dev.de']}",
         f"--test={files['test.en']},{files['test.de']}",
         f"--work_dir={tmp_path / 'work'}", f"--onmt_python={onmt}",
         "--layers=1", "--hidden_size=16", "--heads=2", "--filter_size=32", "--vocab_size=100",
-        "--batch_tokens=256", "--warmup=10", "--steps=3",
-        script="bleu_vs_opennmt.py",
-    )  # fmt: skip
+        "--batch_tokens=256", "--warmup=10",
+    ]  # fmt: skip
+    (row,) = run_bench(tmp_path, *flags, "--steps=3", script="bleu_vs_opennmt.py")
     ours = row["budget"]["t2t_lite"]
     assert row["benchmark"] == "bleu_vs_opennmt" and ours["steps"] == 3
     # Its BLEU is sacrebleu's on the decoded file against the references, recomputed here.
@@ -207,3 +206,26 @@ def test_the_bleu_benchmark_against_opennmt_prints_its_line(tmp_path):
     assert ("opennmt_py" in row["budget"]) == bool(onmt)
     if onmt:  # both stop at step 3: one point, equal steps and (about) equal time
         assert row["budget"]["opennmt_py"]["steps"] == 3 and "equal_steps" not in row
+    # The same command with a longer budget continues both sides from step 3, and
+    # counts the first run's wall time too.
+    (longer,) = run_bench(tmp_path, *flags, "--steps=5", script="bleu_vs_opennmt.py")
+    resumed = longer["budget"]["t2t_lite"]
+    assert resumed["steps"] == 5 and resumed["wall_seconds"] > ours["wall_seconds"]
+    assert resumed["batch_tokens_per_sec"] == pytest.approx(
+        5 * 256 / resumed["wall_seconds"], rel=0.01
+    )
+    log = (tmp_path / "work" / "t2t_train.log").read_text(encoding="utf-8")
+    assert "model.ckpt-3 at step 3." in log  # t2t-train's "Resumed from ..." line
+    if onmt:
+        assert longer["budget"]["opennmt_py"]["steps"] == 5
+        onmt_log = (tmp_path / "work" / "onmt_train.log").read_text(encoding="utf-8")
+        assert "Loading checkpoint from" in onmt_log and "model_step_3.pt" in onmt_log
+        assert "equal_steps" not in longer
+    # Other settings in the same work dir: one line naming the flag, exit 1.
+    other = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "bench", "bleu_vs_opennmt.py"), *flags,
+         "--steps=5", "--hidden_size=32"],
+        check=False, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert other.returncode == 1
+    assert other.stderr.strip().splitlines()[-1].startswith("bleu_vs_opennmt: --hidden_size: ")

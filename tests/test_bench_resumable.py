@@ -1,0 +1,103 @@
+"""A side-by-side benchmark's work directory: refused when reused with other
+settings, a wall-time ledger summed over reruns, and a stop that saves both."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+import resumable
+
+
+def test_a_work_dir_keeps_its_settings_and_refuses_others(tmp_path):
+    work = str(tmp_path)
+    resumable.check_settings(work, {"hidden_size": 128, "train": ("a", "b")})
+    resumable.check_settings(work, {"hidden_size": 128, "train": ["a", "b"]})  # same, as JSON
+    with pytest.raises(ValueError) as err:
+        resumable.check_settings(work, {"hidden_size": 256, "train": ["a", "b"]})
+    message = str(err.value)
+    assert message.startswith("--hidden_size: ") and "128" in message and "256" in message
+    with pytest.raises(ValueError, match="^--seed: .*None.*not 3"):  # a setting it lacked
+        resumable.check_settings(work, {"hidden_size": 128, "train": ["a", "b"], "seed": 3})
+    kept = json.loads((tmp_path / resumable.SETTINGS_FILE).read_text())
+    assert kept == {"hidden_size": 128, "train": ["a", "b"]}  # the first run's, unchanged
+
+
+def test_an_input_file_is_its_content_as_well_as_its_path(tmp_path):
+    path = tmp_path / "train.en"
+    path.write_text("one\n")
+    first = resumable.file_identity(str(path))
+    assert first.startswith(str(path) + " sha256:")
+    assert resumable.file_identity(str(path)) == first
+    path.write_text("two\n")
+    assert resumable.file_identity(str(path)) != first
+
+
+def test_the_wall_clock_sums_every_run_of_a_side(tmp_path, monkeypatch):
+    now = [100.0]
+    monkeypatch.setattr(resumable.time, "perf_counter", lambda: now[0])
+    clock = resumable.WallClock(str(tmp_path))
+    clock.start("t2t_lite")
+    now[0] = 130.0
+    clock.stop("t2t_lite")
+    assert clock.total("t2t_lite") == 30.0 and clock.total("opennmt_py") == 0.0
+    clock.save()
+    again = resumable.WallClock(str(tmp_path))  # the rerun
+    now[0] = 1000.0
+    again.start("t2t_lite")
+    again.start("opennmt_py")
+    now[0] = 1005.0
+    assert again.total("t2t_lite") == 35.0  # while it runs: 30 before + 5 now
+    again.save()
+    assert json.loads((tmp_path / resumable.WALL_FILE).read_text()) == {
+        "opennmt_py": 5.0,
+        "t2t_lite": 35.0,
+    }
+    now[0] = 1010.0
+    again.stop("t2t_lite")
+    now[0] = 1020.0  # the other side runs on; t2t_lite's total stays
+    assert again.total("t2t_lite") == 40.0 and again.total("opennmt_py") == 20.0
+
+
+BENCH = """
+import sys, time
+sys.path.insert(0, {bench!r})
+import resumable
+clock = resumable.WallClock({work!r})
+jobs = {{}}
+for name in ("a", "b"):
+    jobs[name] = resumable.start(
+        [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"],
+        {work!r} + "/" + name + ".log", None)
+    clock.start(name)
+resumable.wait(jobs, clock)
+"""
+
+
+def test_a_stopped_bench_stops_both_sides_and_saves_their_time(tmp_path):
+    script = BENCH.format(bench=os.path.join(ROOT, "bench"), work=str(tmp_path))
+    bench = subprocess.Popen(
+        [sys.executable, "-c", script], stderr=subprocess.PIPE, text=True, cwd=tmp_path
+    )
+    logs = [tmp_path / "a.log", tmp_path / "b.log"]
+    deadline = time.time() + 60
+    while not all(p.exists() and "up" in p.read_text() for p in logs):
+        assert time.time() < deadline and bench.poll() is None
+        time.sleep(0.1)
+    bench.send_signal(signal.SIGTERM)
+    _, stderr = bench.communicate(timeout=30)
+    assert bench.returncode == 1
+    assert stderr.strip().splitlines()[-1] == "stopped by signal 15; rerun to continue"
+    seconds = json.loads((tmp_path / resumable.WALL_FILE).read_text())
+    assert set(seconds) == {"a", "b"} and all(0 < s < 30 for s in seconds.values())
+    # Neither side outlived the bench: each child's sleep would keep its log open
+    # for a minute; both were stopped, so a rerun finds no process of theirs.
+    ps = subprocess.run(["ps", "-eo", "args"], check=True, capture_output=True, text=True)
+    assert "time.sleep(60)" not in ps.stdout
