@@ -449,6 +449,7 @@ def test_the_length_scaled_ut_trains_evaluates_and_greedy_decodes_through_compar
         ("universal_transformer_randomized", "universal_transformer_coupled"),
         ("transformer_randomized", "transformer_coupled"),
         ("transformer_ut_shape_randomized", "transformer_ut_shape_coupled"),
+        ("transformer_equal_params_randomized", "transformer_equal_params"),
     ],
 )
 def test_randomized_entries_are_their_coupled_counterparts_with_drawn_positions(key, counterpart):
@@ -470,3 +471,22 @@ def test_randomized_entries_are_their_coupled_counterparts_with_drawn_positions(
         assert (drawn.position_start_index, drawn.position_start_max) == ("randomized", 400)
         assert offsets.position_start_index == "random"
         assert dataclasses.replace(drawn, position_start_index="random") == offsets
+
+
+def test_the_same_size_transformer_has_the_randomized_uts_parameters():
+    """transformer_equal_params_randomized is the UT's encoder and decoder block
+    unshared once: as many weights as universal_transformer_randomized (the UT's
+    step signal is sinusoidal, no weights), on addition."""
+    from t2t_lite import experiment
+
+    problem = "algorithmic_addition_decimal40"
+    counts = []
+    for key in ("transformer_equal_params_randomized", "universal_transformer_randomized"):
+        entry = comparison.ENTRIES[key]
+        exp = experiment.Experiment.resolve(
+            entry.model, problem, entry.hparams_set_for(problem), entry.hparams_for(key, problem)
+        )
+        model = exp.build_model(exp.build_problem().vocab_size)
+        model(model.dummy_features())
+        counts.append(model.count_params())
+    assert counts[0] == counts[1] > 0

@@ -209,6 +209,16 @@ ENTRIES = {
         f"{RANDOMIZED},{UT_SHAPE},position_every_layer=True",
         coupled=True,
     ),
+    # The UT's parameters unshared once (1 + 1 layers, d = 64), randomized coupled
+    # positions: the same-size Transformer beside universal_transformer_randomized.
+    "transformer_equal_params_randomized": Entry(
+        "Transformer, UT's parameters (1 layer), randomized coupled positions",
+        "transformer",
+        "transformer_algorithmic_tiny",
+        "transformer",
+        f"{RANDOMIZED},num_hidden_layers=1,hidden_size=64,filter_size=256",
+        coupled=True,
+    ),
     # The UT's own edge (docs/length_depth.md): one table on parity, copy, reverse
     # and addition, positions as each task needs them (`task_positions`).
     "ut_length_depth": Entry(
