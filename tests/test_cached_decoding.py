@@ -20,6 +20,11 @@ def transformer_model(**overrides):
     return model
 
 
+SPREAD = {
+    "position_start_index": "randomized",
+    "position_start_max": 400,
+    "position_eval": "spread",
+}
 MODELS = {
     "transformer_pre": lambda: transformer_model(),
     "transformer_post": lambda: transformer_model(norm_position="post"),
@@ -76,6 +81,14 @@ MODELS = {
     "ut_log_length_scale": lambda: ut_model(
         attention_length_scale=2, attention_length_scale_learned=False
     ),
+    # Evaluation's positions spread like randomized training's (range 400 over
+    # each row's source length), plain and coupled.
+    "transformer_spread": lambda: transformer_model(**SPREAD),
+    "transformer_spread_reverse": lambda: transformer_model(**SPREAD, position_coupling="reverse"),
+    "ut_spread_addition": lambda: ut_model(
+        **SPREAD, position_coupling="addition", position_separator_id=4
+    ),
+    "adaptive_ut_spread": lambda: ut_model(adaptive=True, **SPREAD),
     "adaptive_ut_basic_long": lambda: ut_model(
         adaptive=True, act_type="basic", act_halting_bias_init=-1.0, act_max_steps=6
     ),
@@ -217,6 +230,8 @@ def test_outputs_stop_at_input_length_plus_extra_length(beam_size):
         "ut_length_depth",
         "adaptive_ut_length_depth",
         "transformer_length_scale",
+        "transformer_spread_reverse",
+        "ut_spread_addition",
     ],
 )
 def test_coupled_positions_follow_each_hypothesis_source_under_beam_search(name):

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from t2t_lite import registry
 from t2t_lite.layers import masks
-from t2t_lite.models import transformer, transformer_hparams
+from t2t_lite.models import positions, transformer, transformer_hparams
 
 TRANSFORMER_SETS = [
     n
@@ -268,14 +268,14 @@ def test_randomized_positions_are_sorted_distinct_and_within_the_range():
     """Each row: `count` distinct positions of [0, limit), increasing; a range no
     longer than the count leaves only 0..count-1 (the consecutive positions)."""
     seed = keras.random.SeedGenerator(4)
-    drawn = transformer.draw_positions(64, 12, 40, seed).numpy()
+    drawn = positions.draw_positions(64, 12, 40, seed).numpy()
     assert drawn.shape == (64, 12)
     assert (np.diff(drawn, axis=1) > 0).all() and drawn.min() >= 0 and drawn.max() < 40
     assert len({tuple(row) for row in drawn}) > 1  # drawn per row
     assert drawn.max() > 30  # the range's far end is reached, not only the first 12
-    full = transformer.draw_positions(3, 5, 5, seed).numpy().tolist()
+    full = positions.draw_positions(3, 5, 5, seed).numpy().tolist()
     assert full == [[0, 1, 2, 3, 4]] * 3
-    assert transformer.draw_positions(1, 6, 2, seed).numpy().tolist() == [[0, 1, 2, 3, 4, 5]]
+    assert positions.draw_positions(1, 6, 2, seed).numpy().tolist() == [[0, 1, 2, 3, 4, 5]]
 
 
 def test_randomized_positions_map_every_coupled_index_through_one_table():
@@ -336,3 +336,57 @@ def test_randomized_positions_apply_in_training_only():
     assert encoder is decoder and encoder.shape == (2, 5)
     with pytest.raises(ValueError, match="position_start_max to at least"):
         tiny_model(position_start_index="randomized")
+
+
+def test_spread_positions_place_index_k_of_n_at_k_times_the_range_over_n():
+    """Hand-derived, range 400: a row of n = 4 positions reads 0, 100, 200, 300;
+    n = 8 reads 0, 50, 100, 150; n = 7 with addition-coupled indices
+    [0, 1, 2, 0, 1, 2, 3] reads floor(400 k / 7) = [0, 57, 114, 0, 57, 114, 171];
+    reverse coupling of a 3-symbol source (n = 4) reads targets [2, 1, 0, 3] at
+    [200, 100, 0, 300]."""
+    spread = positions.Spread(tf.constant([4, 8]), 400)
+    index = tf.range(4)[tf.newaxis]
+    assert positions.place(spread, index).numpy().tolist() == [
+        [0, 100, 200, 300],
+        [0, 50, 100, 150],
+    ]
+    spreading = {"position_start_index": "randomized", "position_start_max": 400}
+    model = tiny_model(
+        **spreading, position_eval="spread", position_coupling="addition", position_separator_id=2
+    )
+    inputs = tf.constant([[4, 5, 2, 6, 7, 8, 1]])
+    assert model.encoder_positions(inputs).numpy().tolist() == [[0, 57, 114, 0, 57, 114, 171]]
+    assert model.encoder_positions(inputs, 0).numpy().tolist() == [[0, 1, 2, 0, 1, 2, 3]]
+    reverse = tiny_model(**spreading, position_eval="spread", position_coupling="reverse")
+    _, bias = reverse.encode(tf.constant([[5, 6, 7, 1, 0]]))
+    assert reverse.decoder_positions(4, bias).numpy().tolist() == [[200, 100, 0, 300]]
+
+
+def test_spread_positions_change_evaluation_only():
+    """The same weights and draws: training is the same with or without
+    position_eval=spread; evaluation differs, except where the range equals the
+    source's length (n = 5 positions, range 5: floor(5 k / 5) = k, consecutive)."""
+    features = {"inputs": tf.constant([[3, 4, 5, 6, 1]]), "targets": tf.constant([[7, 8, 1]])}
+    quiet = {"layer_prepostprocess_dropout": 0.0, "attention_dropout": 0.0, "relu_dropout": 0.0}
+    wide = {"position_start_index": "randomized", "position_start_max": 400}
+    models = [
+        tiny_model(**quiet, **wide),
+        tiny_model(**quiet, **wide, position_eval="spread"),
+        tiny_model(**quiet, position_start_index="randomized", position_start_max=5),
+        tiny_model(
+            **quiet, position_start_index="randomized", position_start_max=5, position_eval="spread"
+        ),
+    ]
+    for m in models:
+        m(features)
+        for source, target in zip(models[0].weights, m.weights, strict=True):
+            target.assign(source)  # the seed generator's state too: the same draws
+    consecutive, spread, tight, tight_spread = (m(features).numpy() for m in models)
+    assert not np.allclose(spread, consecutive, atol=1e-4)
+    np.testing.assert_allclose(tight_spread, tight, atol=1e-6)
+    trained = [m(features, training=True).numpy() for m in models[:2]]
+    np.testing.assert_allclose(trained[1], trained[0], atol=1e-6)
+    with pytest.raises(ValueError, match="needs position_start_index=randomized"):
+        tiny_model(position_eval="spread")
+    with pytest.raises(ValueError, match="needs a token source"):
+        transformer.Transformer(models[1].hparams, 20, input_encoding="none")

@@ -5,30 +5,7 @@ import tensorflow as tf
 
 from t2t_lite import registry, sequences
 from t2t_lite.layers import embedding, facts, masks, transformer_layers, universal
-from t2t_lite.models import transformer_hparams
-
-
-def draw_positions(batch_size, count, limit: int, seed) -> tf.Tensor:
-    """Randomized positions: per row, a sorted random subset of `count` distinct
-    positions of [0, max(limit, count)) -> int32 [B, count]."""
-    span = tf.maximum(limit, count)
-    keys = keras.random.uniform(tf.stack([batch_size, span]), seed=seed)  # [B, span]
-    _, chosen = tf.math.top_k(keys, k=count)  # [B, count]: distinct, in random order
-    return tf.sort(chosen, axis=-1)
-
-
-def is_drawn(start: tf.Tensor | int) -> bool:
-    """Whether a position start is a [B, K] table of randomized positions."""
-    return isinstance(start, tf.Tensor) and start.shape.rank == 2
-
-
-def place(start: tf.Tensor | int, index: tf.Tensor) -> tf.Tensor:
-    """Position indices [B or 1, L] (0 the first) -> positions: start + index, or,
-    with a drawn table [B, K], each index's drawn position -> [B, L]."""
-    if not is_drawn(start):
-        return start + index
-    index = tf.broadcast_to(index, [tf.shape(start)[0], tf.shape(index)[1]])  # [B, L]
-    return tf.gather(start, index, batch_dims=1)  # [B, L]
+from t2t_lite.models import positions, transformer_hparams
 
 
 def shift_right(targets: tf.Tensor) -> tf.Tensor:
@@ -68,6 +45,11 @@ class Transformer(keras.Model):
             raise ValueError(
                 f"position_coupling={hparams.position_coupling!r} ties target positions to "
                 f"source positions and needs a token source, not input_encoding={input_encoding!r}"
+            )
+        if hparams.position_eval == "spread" and input_encoding != "tokens":
+            raise ValueError(
+                "position_eval=spread spreads positions over the source's length and needs "
+                f"a token source, not input_encoding={input_encoding!r}"
             )
         self.hparams = hparams
         self.vocab_size = vocab_size
@@ -198,19 +180,23 @@ class Transformer(keras.Model):
         position to the source; "random_per_step" is tensor2tensor's UT
         offsets: each stack its own (the UT: one per recurrence step,
         `offset_shape`), so positions carry nothing across the stacks;
-        "randomized" draws each row's positions (`draw_positions`: a sorted
+        "randomized" draws each row's positions (`positions.draw_positions`: a sorted
         subset of [0, position_start_max) as long as the batch's longer side),
         one [B, K] table for encoder and decoder, which `place` maps every
         position index through (coupled ones included).
+        At evaluation 0, or None under position_eval="spread": each stack
+        then spreads them over the source's length (`evaluation_start`).
         """
         hp = self.hparams
+        if not training and hp.position_eval == "spread":
+            return None, None
         if not training or hp.position_start_index == "none":
             return 0, 0
         source = features["inputs"] if self.has_encoder else features["targets"]
         limit = hp.position_start_max or tf.shape(source)[1]
         if hp.position_start_index == "randomized":
             count = tf.maximum(tf.shape(source)[1], tf.shape(features["targets"])[1])
-            table = draw_positions(tf.shape(source)[0], count, limit, self.seed_generator)
+            table = positions.draw_positions(tf.shape(source)[0], count, limit, self.seed_generator)
             return table, table
 
         def draw(shape):
@@ -225,7 +211,7 @@ class Transformer(keras.Model):
         self,
         length: tf.Tensor | int,
         encoder_bias: tf.Tensor,
-        start: tf.Tensor | int = 0,
+        start: tf.Tensor | int | None = None,
         rows: tf.Tensor | None = None,
         first: tf.Tensor | int = 0,
     ) -> tf.Tensor | int:
@@ -238,28 +224,43 @@ class Transformer(keras.Model):
         own position; t > n continue at start + t. n is read off the encoder
         bias [B', 1, 1, S] (its zero entries are the symbols and EOS). `rows`:
         the number of decoder rows when they are hypotheses, rows / B'
-        consecutive ones per source (beam search).
+        consecutive ones per source (beam search). start None: evaluation's
+        (`evaluation_start`).
         """
+        if start is None:
+            start = self.evaluation_start(lambda: universal.source_lengths(encoder_bias, rows))
         if self.hparams.position_coupling != "reverse":
-            if is_drawn(start):  # training's randomized positions: [B, length]
-                return place(start, first + tf.range(length)[tf.newaxis])
+            if positions.is_explicit(start):  # randomized or spread positions: [B, length]
+                return positions.place(start, first + tf.range(length)[tf.newaxis])
             return start + first
         symbols = universal.source_lengths(encoder_bias, rows) - 1  # [B] without EOS
         n = symbols[:, tf.newaxis]  # [B, 1]
         steps = first + tf.range(length)[tf.newaxis]  # [1, length]
-        return place(start, tf.where(steps < n, n - 1 - steps, steps))  # [B, length]
+        return positions.place(start, tf.where(steps < n, n - 1 - steps, steps))  # [B, length]
 
-    def encoder_positions(self, inputs: tf.Tensor, start: tf.Tensor | int = 0) -> tf.Tensor | int:
+    def evaluation_start(self, lengths) -> positions.Spread | int:
+        """Evaluation's position start: 0 (consecutive positions), or with
+        position_eval="spread" a Spread over lengths() [B], each row's source
+        positions (EOS included)."""
+        if self.hparams.position_eval != "spread":
+            return 0
+        return positions.Spread(lengths(), self.hparams.position_start_max)
+
+    def encoder_positions(self, inputs: tf.Tensor, start: tf.Tensor | int | None = None):
         """The encoder's positions for inputs [B, S] from `start`: start itself
         (consecutive positions) unless position_coupling="addition", then
         explicit positions [B, S] that restart at start after each separator:
         "3 1 + 4 5 EOS" -> start + [0, 1, 2, 0, 1, 2] (the separator and EOS
-        one past their number's last digit).
+        one past their number's last digit). start None: evaluation's.
         """
+        if start is None:  # evaluation's; a spread counts each row's tokens [B]
+            start = self.evaluation_start(
+                lambda: tf.reduce_sum(tf.cast(tf.not_equal(inputs, sequences.PAD_ID), tf.int32), 1)
+            )
         length = tf.shape(inputs)[1]
         if self.hparams.position_coupling != "addition":
-            if is_drawn(start):  # training's randomized positions: [B, S]
-                return place(start, tf.range(length)[tf.newaxis])
+            if positions.is_explicit(start):  # randomized or spread positions: [B, S]
+                return positions.place(start, tf.range(length)[tf.newaxis])
             return start
         index = tf.range(length)  # [S]
         # A separator at j restarts the count at j + 1 (it ends its own number).
@@ -268,10 +269,13 @@ class Transformer(keras.Model):
         restart = tf.reduce_max(
             tf.where(before[tf.newaxis], after[:, :, tf.newaxis], 0), axis=1
         )  # [B, S(j), S(i)] -> [B, S]: the newest restart before each position
-        return place(start, index[tf.newaxis] - restart)  # [B, S]
+        return positions.place(start, index[tf.newaxis] - restart)  # [B, S]
 
     def encode(
-        self, inputs: tf.Tensor, training: bool = False, position_start: tf.Tensor | int = 0
+        self,
+        inputs: tf.Tensor,
+        training: bool = False,
+        position_start: tf.Tensor | int | None = None,
     ) -> tuple[tf.Tensor, tf.Tensor]:
         """inputs [B, L] -> (encoded [B, S, C], encoder-decoder bias [B, 1, 1, S])."""
         if not self.has_encoder:
@@ -297,7 +301,7 @@ class Transformer(keras.Model):
         encoded: tf.Tensor,
         encoder_bias: tf.Tensor,
         training: bool = False,
-        position_start: tf.Tensor | int = 0,
+        position_start: tf.Tensor | int | None = None,
     ) -> tf.Tensor:
         """Teacher-forced decoding: targets [B, T] -> float32 logits [B, T, V]."""
         position_start = self.decoder_positions(tf.shape(targets)[1], encoder_bias, position_start)
@@ -338,8 +342,8 @@ class Transformer(keras.Model):
         the step (its blocks, or its recurrence) on its own cache entries.
         """
         encoder_bias = cache[sequences.STATIC_CACHE]["encoder_bias"]
-        position = index
-        if self.hparams.position_coupling == "reverse":  # [B, 1]: each row's coupled position
+        position, hp = index, self.hparams
+        if hp.position_coupling == "reverse" or hp.position_eval == "spread":  # [B, 1] per row
             position = self.decoder_positions(1, encoder_bias, rows=tf.shape(ids)[0], first=index)
         x = self.embed_step(ids, position)
         again = {}  # the UT's decoder (its own decode_step) takes no signal; it refuses the option

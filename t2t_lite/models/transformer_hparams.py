@@ -7,6 +7,7 @@ from t2t_lite import hparams as hparams_lib
 from t2t_lite import registry
 
 POSITION_STARTS = ("none", "random", "random_per_step", "randomized")
+POSITION_EVALS = ("consecutive", "spread")
 # Decoder positions tied to the source positions they read (position coupling,
 # Cho et al. 2024): "none", target t at position t; "reverse", target t < n at
 # n - 1 - t for a source of n symbols (the source symbol it copies) and the EOS
@@ -79,6 +80,11 @@ class TransformerHParams:
     # map through the same subset). See Transformer.position_starts.
     position_start_index: str = "none"
     position_start_max: int = 0
+    # Evaluation's positions after randomized training: "consecutive" (0, 1, 2,
+    # ...), or "spread" like training's draws (Ruoss et al. draw them at test
+    # time too): index k of a source of n positions at floor(k * max / n), for
+    # encoder and decoder alike; deterministic, so cached decoding stays exact.
+    position_eval: str = "consecutive"
     # "reverse": decoder position t < n is n - 1 - t and EOS's is n (plus the offset),
     # n the source's symbol count, in training and evaluation alike; see
     # Transformer.decoder_positions.
@@ -167,6 +173,17 @@ class TransformerHParams:
             "position_start_index, position_start_max",
             "position_start_index=randomized draws positions from [0, position_start_max): "
             "set position_start_max to at least the longest input to be read (e.g. 400)",
+        )
+        require(
+            self.position_eval in POSITION_EVALS,
+            "position_eval",
+            f"must be one of {POSITION_EVALS}, got {self.position_eval!r}",
+        )
+        require(
+            self.position_eval == "consecutive" or self.position_start_index == "randomized",
+            "position_eval, position_start_index",
+            "position_eval=spread spreads evaluation's positions as randomized training "
+            "draws them: it needs position_start_index=randomized",
         )
         require(
             self.position_coupling in POSITION_COUPLINGS,

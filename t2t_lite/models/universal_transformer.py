@@ -105,7 +105,7 @@ class UniversalTransformer(transformer.Transformer):
         self,
         inputs: tf.Tensor,
         training: bool = False,
-        position_start: tf.Tensor | int = 0,
+        position_start: tf.Tensor | int | None = None,
         jitter: tf.Tensor | None = None,
     ) -> tuple[tf.Tensor, tf.Tensor, act.PonderStats | None]:
         """inputs [B, L] -> (encoded [B, S, C], bias [B, 1, 1, S], ponder stats or None).
@@ -139,7 +139,7 @@ class UniversalTransformer(transformer.Transformer):
         encoded: tf.Tensor,
         encoder_bias: tf.Tensor,
         training: bool = False,
-        position_start: tf.Tensor | int = 0,
+        position_start: tf.Tensor | int | None = None,
         jitter: tf.Tensor | None = None,
     ) -> tuple[tf.Tensor, act.PonderStats | None]:
         """Teacher-forced: targets [B, T] -> (float32 logits [B, T, V], ponder stats or None).
@@ -162,7 +162,10 @@ class UniversalTransformer(transformer.Transformer):
         return self.softmax.logits(decoded), stats
 
     def encode(
-        self, inputs: tf.Tensor, training: bool = False, position_start: tf.Tensor | int = 0
+        self,
+        inputs: tf.Tensor,
+        training: bool = False,
+        position_start: tf.Tensor | int | None = None,
     ) -> tuple[tf.Tensor, tf.Tensor]:
         encoded, bias, _ = self.encode_with_stats(inputs, training, position_start)
         return encoded, bias
@@ -173,7 +176,7 @@ class UniversalTransformer(transformer.Transformer):
         encoded: tf.Tensor,
         encoder_bias: tf.Tensor,
         training: bool = False,
-        position_start: tf.Tensor | int = 0,
+        position_start: tf.Tensor | int | None = None,
     ) -> tf.Tensor:
         return self.decode_with_stats(targets, encoded, encoder_bias, training, position_start)[0]
 
