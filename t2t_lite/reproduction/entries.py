@@ -42,6 +42,8 @@ OFFSETS = "position_start_index=random,position_start_max=400"
 RANDOMIZED = "position_start_index=randomized,position_start_max=400"
 # universal_transformer_algorithmic_tiny's depth (recurrence steps) and width.
 UT_SHAPE = "num_hidden_layers=4,hidden_size=64,filter_size=256"
+# The UT's one block unshared once: a Transformer with the UT set's weights.
+UT_PARAMS = "num_hidden_layers=1,hidden_size=64,filter_size=256"
 # Depth that grows with the input (issue of the UT's own edge; docs/length_depth.md):
 # ceil(a * n) + b steps for n source positions, capped at LENGTH_DEPTH_CAP (past
 # the 401 positions of the length-40 problems' test inputs), moved by up to
@@ -216,7 +218,7 @@ ENTRIES = {
         "transformer",
         "transformer_algorithmic_tiny",
         "transformer",
-        f"{RANDOMIZED},num_hidden_layers=1,hidden_size=64,filter_size=256",
+        f"{RANDOMIZED},{UT_PARAMS}",
         coupled=True,
     ),
     # The UT's own edge (docs/length_depth.md): one table on parity, copy, reverse
@@ -250,7 +252,7 @@ ENTRIES = {
         "transformer",
         "transformer_algorithmic_tiny",
         "transformer",
-        "num_hidden_layers=1,hidden_size=64,filter_size=256",
+        UT_PARAMS,
         by_task=True,
     ),
     "transformer_equal_compute": Entry(
