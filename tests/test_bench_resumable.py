@@ -81,6 +81,13 @@ resumable.wait(jobs, clock)
 """
 
 
+def _catches_sigterm(pid: int) -> bool:
+    """Whether process pid has its own SIGTERM handler in place (Linux's SigCgt mask)."""
+    with open(f"/proc/{pid}/status") as f:
+        caught = next(line for line in f if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+
+
 def test_a_stopped_bench_stops_both_sides_and_saves_their_time(tmp_path):
     script = BENCH.format(bench=os.path.join(ROOT, "bench"), work=str(tmp_path))
     bench = subprocess.Popen(
@@ -88,15 +95,20 @@ def test_a_stopped_bench_stops_both_sides_and_saves_their_time(tmp_path):
     )
     logs = [tmp_path / "a.log", tmp_path / "b.log"]
     deadline = time.time() + 60
-    while not all(p.exists() and "up" in p.read_text() for p in logs):
+    while not (
+        all(p.exists() and "up" in p.read_text() for p in logs) and _catches_sigterm(bench.pid)
+    ):
         assert time.time() < deadline and bench.poll() is None
         time.sleep(0.1)
+    # Both clocks started before the handler went in; a second more gives each
+    # side a ledger entry of at least 1.0 s, whatever the machine's speed.
+    time.sleep(1.0)
     bench.send_signal(signal.SIGTERM)
     _, stderr = bench.communicate(timeout=30)
     assert bench.returncode == 1
     assert stderr.strip().splitlines()[-1] == "stopped by signal 15; rerun to continue"
     seconds = json.loads((tmp_path / resumable.WALL_FILE).read_text())
-    assert set(seconds) == {"a", "b"} and all(0 < s < 30 for s in seconds.values())
+    assert set(seconds) == {"a", "b"} and all(1.0 <= s < 30 for s in seconds.values())
     # Neither side outlived the bench: each child's sleep would keep its log open
     # for a minute; both were stopped, so a rerun finds no process of theirs.
     ps = subprocess.run(["ps", "-eo", "args"], check=True, capture_output=True, text=True)
