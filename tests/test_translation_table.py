@@ -1,5 +1,6 @@
 """t2t-compare's translation rows: Table 3 / Table 7 at small scale."""
 
+import json
 import os
 
 import pytest
@@ -32,7 +33,12 @@ def test_decode_only_rows_reuse_the_base_runs_and_bleu_is_sacrebleus_on_raw_text
         translation.TABLE3[key].label for key in models
     ]
     assert lines[2].endswith("| 4.92 | 25.8 |")  # the paper's base row
-    assert lines[3].split(" | ")[3] == "-"  # a decode-only row has no perplexity of its own
+    assert lines[2].split(" | ")[3] == "6"  # the steps it trained, and for how long:
+    seconds = json.loads(
+        (tmp_path / "o" / "translate_from_files" / "t3_base" / "train_time.json").read_text()
+    )
+    assert lines[2].split(" | ")[4] == f"{seconds['6'] / 60:.1f}"
+    assert lines[3].split(" | ")[5] == "-"  # a decode-only row has no perplexity of its own
     # The greedy row's BLEU, recomputed: greedy decodes of the dev inputs against the
     # dev file's own target text (not the model's detokenized ids).
     problem, model, _ = run_dir.open_run(run)
@@ -42,7 +48,7 @@ def test_decode_only_rows_reuse_the_base_runs_and_bleu_is_sacrebleus_on_raw_text
     outputs = decoder.decode_ids([problem.encode_text(s) for s, _ in pairs])
     hypotheses = [problem.decode_text(o[0][0]) for o in outputs]
     expected = sacrebleu.corpus_bleu(hypotheses, [[t for _, t in pairs]]).score
-    assert lines[3].split(" | ")[4] == f"{expected:.1f}"
+    assert lines[3].split(" | ")[6] == f"{expected:.1f}"
     # A rerun reuses the run and its decodes.
     kept = os.path.getmtime(os.path.join(run, "bleu_last_beam_size=1_dev.json"))
     again = comparison.compare(
@@ -88,25 +94,39 @@ def test_the_table7_uts_have_the_base_transformers_parameter_count():
         assert _count(row.model, row.hparams_set, row.hparams) == pytest.approx(base, rel=0.01)
 
 
-def test_table7_prints_the_adaptive_uts_ponder_time_per_token():
-    """Figures by hand: the ponder column appears when a row has ponder times,
-    median [range] over seeds, and "-" for rows without ACT."""
+def test_table7_prints_steps_and_the_adaptive_uts_ponder_time_per_token():
+    """Figures by hand: the steps each row trained (a time budget's runs differ), and
+    the ponder column when a row has ponder times, median [range] over seeds, "-" for
+    rows without ACT."""
     base, act = translation.ROWS["t7_transformer"], translation.ROWS["t7_ut_act"]
+    figures = translation.Figures
     table = [
-        (base, [(1, "a", 12.0, 20.0, 1.95e6, None), (2, "b", 11.0, 22.0, 1.95e6, None)]),
+        (
+            base,
+            [
+                figures(1, "a", 12.0, 20.0, 1.95e6, 2878, 45.0),
+                figures(2, "b", 11.0, 22.0, 1.95e6, 2900, 45.1),
+            ],
+        ),
         (
             act,
             [
-                (1, "c", 13.0, 19.0, 1.93e6, (3.0, 2.5)),
-                (2, "d", 12.0, 21.0, 1.93e6, (4.0, 2.0)),
-                (3, "e", 14.0, 20.0, 1.93e6, (3.5, 3.0)),
+                figures(1, "c", 13.0, 19.0, 1.93e6, 1400, 45.0, (3.0, 2.5)),
+                figures(2, "d", 12.0, 21.0, 1.93e6, 1526, 45.3, (4.0, 2.0)),
+                figures(3, "e", 14.0, 20.0, 1.93e6, 1450, 44.9, (3.5, 3.0)),
             ],
         ),
     ]
     lines = translation.markdown(table, "dev").splitlines()
-    assert lines[0].endswith("| dev ponder time (enc / dec) |")
+    assert lines[0].endswith(
+        "| steps | train min | dev PPL | dev BLEU | paper PPL | paper BLEU | dev ponder time (enc / dec) |"
+    )
     assert lines[2].endswith("| - |")
     assert lines[3].endswith("| 3.50 [3.00, 4.00] / 2.50 [2.00, 3.00] |")
-    assert "11.50 [11.00, 12.00] | 21.0 [20.0, 22.0]" in lines[2]
+    assert (
+        "| 2889 [2878, 2900] | 45.0 [45.0, 45.1] | 11.50 [11.00, 12.00] | 21.0 [20.0, 22.0] |"
+        in lines[2]
+    )
+    assert "| 1.93M | 1450 [1400, 1526] | 45.0 [44.9, 45.3] | 13.00 [12.00, 14.00] |" in lines[3]
     # Table 3's rows have no ACT: no column.
     assert "ponder" not in translation.markdown(table[:1], "dev")

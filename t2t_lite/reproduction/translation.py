@@ -15,6 +15,7 @@ smoothing, per subword) and sacrebleu's BLEU of the detokenized decodes.
 
 import dataclasses
 
+from t2t_lite import checkpoints
 from t2t_lite import run_dir as run_dir_lib
 from t2t_lite.reproduction import greedy, seed_stats
 from t2t_lite.reproduction.entries import Entry
@@ -171,10 +172,31 @@ def parameters(run_dir: str) -> int:
     return int(sum(v.shape.num_elements() for v in model.trainable_variables))
 
 
+@dataclasses.dataclass(frozen=True)
+class Figures:
+    """One run's figures in a row. perplexity: the final evaluation's on the split
+    (None where it has none); steps and minutes: how far and how long it trained
+    (a time budget's runs differ in steps; minutes 0 where unrecorded); ponder: the adaptive UT's mean (encoder, decoder) ponder time
+    per token on the split, else None."""
+
+    seed: int | None
+    run_dir: str
+    perplexity: float | None
+    bleu: float
+    params: int
+    steps: int
+    minutes: float
+    ponder: tuple[float, float] | None = None
+
+
+def trained_steps(run_dir: str) -> int:
+    """The step of the run's newest checkpoint (model.ckpt-<step>): how far it trained."""
+    return int(checkpoints.latest(run_dir).rsplit("-", 1)[1])
+
+
 def table_rows(keys: list[str], trained: dict[str, dict], data_dir: str, split: str) -> list:
-    """Per row key: (row, [(seed, run dir, perplexity, bleu, params, ponder)]), from the
-    trained rows' comparison results (comparison.run's rows, by training key); ponder:
-    the adaptive UT's mean (encoder, decoder) ponder time per token on `split`, else None."""
+    """Per row key: (row, [Figures per seed]), from the trained rows' comparison
+    results (comparison.run's rows, by training key)."""
     table = []
     counts: dict[str, int] = {}  # per run dir: decode-only rows share their training row's
     for key in keys:
@@ -184,13 +206,25 @@ def table_rows(keys: list[str], trained: dict[str, dict], data_dir: str, split: 
         for seed, run_dir, results in seed_stats.runs(source):
             decoded = score(row, run_dir, data_dir, split)
             metrics = results.get(split, {})
-            perplexity = metrics.get("perplexity")
             ponder = None
             if "encoder_ponder_time" in metrics:
                 ponder = (metrics["encoder_ponder_time"], metrics["decoder_ponder_time"])
             if run_dir not in counts:
                 counts[run_dir] = parameters(run_dir)
-            figures.append((seed, run_dir, perplexity, decoded["bleu"], counts[run_dir], ponder))
+            steps = trained_steps(run_dir)
+            minutes = run_dir_lib.trained_seconds(run_dir, steps) / 60.0
+            figures.append(
+                Figures(
+                    seed,
+                    run_dir,
+                    metrics.get("perplexity"),
+                    decoded["bleu"],
+                    counts[run_dir],
+                    steps,
+                    minutes,
+                    ponder,
+                )
+            )
         table.append((row, figures))
     return table
 
@@ -200,26 +234,32 @@ def _paper(value: float | None) -> str:
 
 
 def markdown(table: list, split: str) -> str:
-    """The rows beside the paper's: params, perplexity and BLEU, median [range] over
-    seeds; with an adaptive row (Table 7), its ponder time per token, encoder / decoder."""
-    pondered = any(f[5] is not None for _, figures in table for f in figures)
+    """The rows beside the paper's: params, training steps and minutes, perplexity and BLEU,
+    median [range] over seeds; with an adaptive row (Table 7), its ponder time per
+    token, encoder / decoder."""
+    pondered = any(f.ponder is not None for _, figures in table for f in figures)
     ponder_head = f" {split} ponder time (enc / dec) |" if pondered else ""
     lines = [
-        f"| group | variation | params | {split} PPL | {split} BLEU | paper PPL | paper BLEU |"
-        + ponder_head,
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: |" + (" ---: |" if pondered else ""),
+        f"| group | variation | params | steps | train min | {split} PPL | {split} BLEU "
+        "| paper PPL | paper BLEU |" + ponder_head,
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        + (" ---: |" if pondered else ""),
     ]
     for row, figures in table:
-        params = seed_stats.median([f[4] for f in figures])
-        ppl = [f[2] for f in figures if f[2] is not None]
+        params = seed_stats.median([f.params for f in figures])
+        steps = seed_stats.spread([f.steps for f in figures], 0)
+        recorded = [f.minutes for f in figures if f.minutes]
+        minutes = seed_stats.spread(recorded, 1) if recorded else "-"
+        ppl = [f.perplexity for f in figures if f.perplexity is not None]
         ppl_text = "-" if not ppl or row.trains_as else seed_stats.spread(ppl)
-        bleu = seed_stats.spread([f[3] for f in figures], 1)
+        bleu = seed_stats.spread([f.bleu for f in figures], 1)
         line = (
-            f"| {row.group} | {row.label} | {params / 1e6:.2f}M | {ppl_text} | {bleu} "
+            f"| {row.group} | {row.label} | {params / 1e6:.2f}M | {steps} | {minutes} | {ppl_text} "
+            f"| {bleu} "
             f"| {_paper(row.paper[0])} | {_paper(row.paper[1])} |"
         )
         if pondered:
-            ponder = [f[5] for f in figures if f[5] is not None]
+            ponder = [f.ponder for f in figures if f.ponder is not None]
             line += (
                 f" {seed_stats.spread([p[0] for p in ponder])} / "
                 f"{seed_stats.spread([p[1] for p in ponder])} |"
