@@ -1,5 +1,7 @@
 """The Transformer encoder-decoder (Vaswani et al., 2017)."""
 
+import functools
+
 import keras
 import tensorflow as tf
 
@@ -227,13 +229,15 @@ class Transformer(keras.Model):
         consecutive ones per source (beam search). start None: evaluation's
         (`evaluation_start`).
         """
+        # [B]: each row's source positions (EOS included), read off the bias at most once.
+        lengths = functools.cache(lambda: universal.source_lengths(encoder_bias, rows))
         if start is None:
-            start = self.evaluation_start(lambda: universal.source_lengths(encoder_bias, rows))
+            start = self.evaluation_start(lengths)
         if self.hparams.position_coupling != "reverse":
             if positions.is_explicit(start):  # randomized or spread positions: [B, length]
                 return positions.place(start, first + tf.range(length)[tf.newaxis])
             return start + first
-        symbols = universal.source_lengths(encoder_bias, rows) - 1  # [B] without EOS
+        symbols = lengths() - 1  # [B] without EOS
         n = symbols[:, tf.newaxis]  # [B, 1]
         steps = first + tf.range(length)[tf.newaxis]  # [1, length]
         return positions.place(start, tf.where(steps < n, n - 1 - steps, steps))  # [B, length]
@@ -255,7 +259,7 @@ class Transformer(keras.Model):
         """
         if start is None:  # evaluation's; a spread counts each row's tokens [B]
             start = self.evaluation_start(
-                lambda: tf.reduce_sum(tf.cast(tf.not_equal(inputs, sequences.PAD_ID), tf.int32), 1)
+                lambda: tf.cast(tf.reduce_sum(masks.padding_mask(inputs), 1), tf.int32)
             )
         length = tf.shape(inputs)[1]
         if self.hparams.position_coupling != "addition":

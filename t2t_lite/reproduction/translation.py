@@ -176,8 +176,9 @@ def parameters(run_dir: str) -> int:
 class Figures:
     """One run's figures in a row. perplexity: the final evaluation's on the split
     (None where it has none); steps and minutes: how far and how long it trained
-    (a time budget's runs differ in steps; minutes 0 where unrecorded); ponder: the adaptive UT's mean (encoder, decoder) ponder time
-    per token on the split, else None."""
+    (a time budget's runs differ in steps; minutes 0 where unrecorded); ponder:
+    the adaptive UT's mean (encoder, decoder) ponder time per token on the split,
+    else None."""
 
     seed: int | None
     run_dir: str
@@ -198,7 +199,8 @@ def table_rows(keys: list[str], trained: dict[str, dict], data_dir: str, split: 
     """Per row key: (row, [Figures per seed]), from the trained rows' comparison
     results (comparison.run's rows, by training key)."""
     table = []
-    counts: dict[str, int] = {}  # per run dir: decode-only rows share their training row's
+    # Per run dir: (params, steps, minutes); decode-only rows share their training row's.
+    trainings: dict[str, tuple[int, int, float]] = {}
     for key in keys:
         row = ROWS[key]
         source = trained[row.trains_as or key]
@@ -209,21 +211,13 @@ def table_rows(keys: list[str], trained: dict[str, dict], data_dir: str, split: 
             ponder = None
             if "encoder_ponder_time" in metrics:
                 ponder = (metrics["encoder_ponder_time"], metrics["decoder_ponder_time"])
-            if run_dir not in counts:
-                counts[run_dir] = parameters(run_dir)
-            steps = trained_steps(run_dir)
-            minutes = run_dir_lib.trained_seconds(run_dir, steps) / 60.0
+            if run_dir not in trainings:
+                steps = trained_steps(run_dir)
+                minutes = run_dir_lib.trained_seconds(run_dir, steps) / 60.0
+                trainings[run_dir] = (parameters(run_dir), steps, minutes)
+            perplexity = metrics.get("perplexity")
             figures.append(
-                Figures(
-                    seed,
-                    run_dir,
-                    metrics.get("perplexity"),
-                    decoded["bleu"],
-                    counts[run_dir],
-                    steps,
-                    minutes,
-                    ponder,
-                )
+                Figures(seed, run_dir, perplexity, decoded["bleu"], *trainings[run_dir], ponder)
             )
         table.append((row, figures))
     return table
