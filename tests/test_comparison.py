@@ -397,11 +397,14 @@ def test_length_table_entries_resolve_with_positions_by_task():
         ).hparams
 
     parity, reverse = "algorithmic_parity_binary40", "algorithmic_reverse_decimal40"
-    assert hparams("ut_length_depth", parity).position_embedding == "none"
-    assert hparams("ut_fixed_depth", reverse).position_coupling == "reverse"
-    assert (
-        hparams("transformer_by_task", "algorithmic_identity_decimal40").position_start_max == 400
-    )
+    ut_parity = hparams("ut_length_depth", parity)
+    assert (ut_parity.position_embedding, ut_parity.causal_encoder) == ("none", True)
+    assert hparams("ut_fixed_depth", "algorithmic_sort_binary40").causal_encoder is False
+    ut_reverse = hparams("ut_fixed_depth", reverse)
+    assert (ut_reverse.position_coupling, ut_reverse.position_eval) == ("reverse", "spread")
+    copy = hparams("transformer_by_task", "algorithmic_identity_decimal40")
+    assert (copy.position_start_index, copy.position_start_max) == ("randomized", 400)
+    assert (copy.position_coupling, copy.position_eval) == ("none", "spread")
     assert hparams("transformer_equal_params", parity).num_hidden_layers == 1
     compute = hparams("transformer_equal_compute", parity)
     assert (compute.encoder_layers, compute.decoder_layers, compute.hidden_size) == (22, 4, 64)

@@ -40,6 +40,9 @@ OFFSETS = "position_start_index=random,position_start_max=400"
 # Randomized positions (Ruoss et al. 2023): each training example's positions a
 # sorted random subset of [0, 400), the length-40 problems' longest test input.
 RANDOMIZED = "position_start_index=randomized,position_start_max=400"
+# Evaluation reads an n-position input at floor(k * 400 / n), the mean of
+# training's sorted draws, instead of 0..n-1 (rare in training).
+SPREAD_EVAL = "position_eval=spread"
 # universal_transformer_algorithmic_tiny's depth (recurrence steps) and width.
 UT_SHAPE = "num_hidden_layers=4,hidden_size=64,filter_size=256"
 # The UT's one block unshared once: a Transformer with the UT set's weights.
@@ -71,7 +74,7 @@ class Entry:
     hparams: str = ""
     babi_hparams_set: str = ""  # the set for bAbI problems ("": not for bAbI)
     coupled: bool = False  # position coupling for the problem's task (`hparams_for`)
-    # Positions chosen by the task (`task_positions`): none, offsets, or offsets and coupling.
+    # Positions chosen by the task (`task_positions`): none, or randomized (and coupled).
     by_task: bool = False
     # Encoder layers = the length-scaled UT's steps at the problem's longest
     # training input; decoder layers = its decoder's steps.
@@ -265,7 +268,7 @@ ENTRIES = {
         depth_matched=True,
     ),
     "transformer_by_task": Entry(
-        "Transformer, coupled positions",
+        "Transformer (d = 128, 2 + 2), the task's positions",
         "transformer",
         "transformer_algorithmic_tiny",
         "transformer",
@@ -293,12 +296,19 @@ def _coupling(problem: str) -> str | None:
 
 
 def task_positions(problem: str) -> str:
-    """Positions as the task needs them: none where order does not matter
-    (parity, sort: the encoder reads a multiset), shared random offsets for
-    copy, offsets and coupling for reverse and addition."""
-    if task_of(problem) in ORDERLESS_TASKS:
+    """Positions as the task needs them, the best found for every family
+    (docs/length_depth.md): none for parity and sort, whose answer does not
+    depend on where a symbol is, with a causal encoder for parity (its order
+    is what lets step t carry the parity of the first t bits along; a full
+    encoder without positions reads a multiset); for the others randomized
+    positions, coupled for reverse and addition, read at evaluation spread
+    over the range as training draws them."""
+    task = task_of(problem)
+    if task == "parity":
+        return "position_embedding=none,causal_encoder=True"
+    if task in ORDERLESS_TASKS:
         return "position_embedding=none"
-    return ",".join(part for part in (OFFSETS, _coupling(problem)) if part)
+    return ",".join(part for part in (RANDOMIZED, _coupling(problem), SPREAD_EVAL) if part)
 
 
 def matched_layers(problem: str) -> int:
