@@ -452,7 +452,6 @@ def test_the_length_scaled_ut_trains_evaluates_and_greedy_decodes_through_compar
         ("universal_transformer_randomized", "universal_transformer_coupled"),
         ("transformer_randomized", "transformer_coupled"),
         ("transformer_ut_shape_randomized", "transformer_ut_shape_coupled"),
-        ("transformer_equal_params_randomized", "transformer_equal_params"),
     ],
 )
 def test_randomized_entries_are_their_coupled_counterparts_with_drawn_positions(key, counterpart):
@@ -474,6 +473,26 @@ def test_randomized_entries_are_their_coupled_counterparts_with_drawn_positions(
         assert (drawn.position_start_index, drawn.position_start_max) == ("randomized", 400)
         assert offsets.position_start_index == "random"
         assert dataclasses.replace(drawn, position_start_index="random") == offsets
+
+
+def test_the_length_tables_same_size_transformer_is_the_randomized_one_read_spread():
+    """On addition and reverse the length table's equal-parameter Transformer
+    (positions by task) is transformer_equal_params_randomized with evaluation
+    positions spread: every other hparam the same."""
+    from t2t_lite import experiment
+
+    for problem in ("algorithmic_addition_decimal40", "algorithmic_reverse_decimal40"):
+        by_task, randomized = (
+            experiment.Experiment.resolve(
+                entry.model, problem, entry.hparams_set_for(problem), entry.hparams_for(k, problem)
+            ).hparams
+            for k, entry in (
+                (k, comparison.ENTRIES[k])
+                for k in ("transformer_equal_params", "transformer_equal_params_randomized")
+            )
+        )
+        assert (randomized.position_eval, by_task.position_eval) == ("consecutive", "spread")
+        assert dataclasses.replace(randomized, position_eval="spread") == by_task
 
 
 def test_the_same_size_transformer_has_the_randomized_uts_parameters():
