@@ -10,6 +10,16 @@ import tensorflow as tf
 from t2t_lite.reproduction import comparison, seed_stats
 
 
+def entry_experiment(key, problem):
+    """comparison.ENTRIES[key] resolved for `problem`, as `comparison.run` resolves it."""
+    from t2t_lite import experiment
+
+    entry = comparison.ENTRIES[key]
+    return experiment.Experiment.resolve(
+        entry.model, problem, entry.hparams_set_for(problem), entry.hparams_for(key, problem)
+    )
+
+
 def results(char, seq, dev_seq, ponder=None):
     test = {"accuracy": char, "sequence_accuracy": seq, "loss": 1.0, "examples": 10}
     if ponder:
@@ -294,9 +304,7 @@ def test_ut_shaped_transformer_entry_has_the_uts_depth_width_and_positions():
     ut = experiment.Experiment.resolve(
         "universal_transformer", problem, "universal_transformer_algorithmic_tiny"
     ).hparams
-    hp = experiment.Experiment.resolve(
-        entry.model, problem, entry.hparams_set_for(problem), entry.hparams_for(key, problem)
-    ).hparams
+    hp = entry_experiment(key, problem).hparams
     assert (hp.num_hidden_layers, hp.hidden_size, hp.filter_size, hp.num_heads) == (
         ut.num_rec_steps,
         ut.hidden_size,
@@ -386,15 +394,11 @@ def test_length_table_entries_resolve_with_positions_by_task():
     encoder as deep as the UT's steps at the longest training input (ceil(41 / 2)
     + 1 = 22 for length 40, 12 for length 20) and the decoder as deep as the
     UT's fixed decoder, and a step cap past every test input."""
-    from t2t_lite import experiment
     from t2t_lite.layers import universal
     from t2t_lite.reproduction import entries
 
     def hparams(key, problem):
-        entry = comparison.ENTRIES[key]
-        return experiment.Experiment.resolve(
-            entry.model, problem, entry.hparams_set_for(problem), entry.hparams_for(key, problem)
-        ).hparams
+        return entry_experiment(key, problem).hparams
 
     parity, reverse = "algorithmic_parity_binary40", "algorithmic_reverse_decimal40"
     ut_parity = hparams("ut_length_depth", parity)
@@ -457,19 +461,8 @@ def test_the_length_scaled_ut_trains_evaluates_and_greedy_decodes_through_compar
 def test_randomized_entries_are_their_coupled_counterparts_with_drawn_positions(key, counterpart):
     """Each randomized row is its coupled row with positions drawn from [0, 400)
     instead of offsets: every other hparam the same, on addition and reverse."""
-    from t2t_lite import experiment
-
     for problem in ("algorithmic_addition_decimal40", "algorithmic_reverse_decimal40"):
-        hps = [
-            experiment.Experiment.resolve(
-                entry.model, problem, entry.hparams_set_for(problem), entry.hparams_for(k, problem)
-            ).hparams
-            for k, entry in (
-                (key, comparison.ENTRIES[key]),
-                (counterpart, comparison.ENTRIES[counterpart]),
-            )
-        ]
-        drawn, offsets = hps
+        drawn, offsets = (entry_experiment(k, problem).hparams for k in (key, counterpart))
         assert (drawn.position_start_index, drawn.position_start_max) == ("randomized", 400)
         assert offsets.position_start_index == "random"
         assert dataclasses.replace(drawn, position_start_index="random") == offsets
@@ -479,17 +472,10 @@ def test_the_length_tables_same_size_transformer_is_the_randomized_one_read_spre
     """On addition and reverse the length table's equal-parameter Transformer
     (positions by task) is transformer_equal_params_randomized with evaluation
     positions spread: every other hparam the same."""
-    from t2t_lite import experiment
-
     for problem in ("algorithmic_addition_decimal40", "algorithmic_reverse_decimal40"):
         by_task, randomized = (
-            experiment.Experiment.resolve(
-                entry.model, problem, entry.hparams_set_for(problem), entry.hparams_for(k, problem)
-            ).hparams
-            for k, entry in (
-                (k, comparison.ENTRIES[k])
-                for k in ("transformer_equal_params", "transformer_equal_params_randomized")
-            )
+            entry_experiment(k, problem).hparams
+            for k in ("transformer_equal_params", "transformer_equal_params_randomized")
         )
         assert (randomized.position_eval, by_task.position_eval) == ("consecutive", "spread")
         assert dataclasses.replace(randomized, position_eval="spread") == by_task
@@ -499,15 +485,9 @@ def test_the_same_size_transformer_has_the_randomized_uts_parameters():
     """transformer_equal_params_randomized is the UT's encoder and decoder block
     unshared once: as many weights as universal_transformer_randomized (the UT's
     step signal is sinusoidal, no weights), on addition."""
-    from t2t_lite import experiment
-
-    problem = "algorithmic_addition_decimal40"
     counts = []
     for key in ("transformer_equal_params_randomized", "universal_transformer_randomized"):
-        entry = comparison.ENTRIES[key]
-        exp = experiment.Experiment.resolve(
-            entry.model, problem, entry.hparams_set_for(problem), entry.hparams_for(key, problem)
-        )
+        exp = entry_experiment(key, "algorithmic_addition_decimal40")
         model = exp.build_model(exp.build_problem().vocab_size)
         model(model.dummy_features())
         counts.append(model.count_params())
