@@ -264,6 +264,37 @@ def test_several_seeds_train_one_run_directory_each(tmp_path, monkeypatch):
     assert row["run_dir"] == trained[0][0] and row["results"]["dev"]["sequence_accuracy"] == 0.5
 
 
+def test_missing_skip_tabulates_the_finished_runs_and_names_the_others(tmp_path, monkeypatch):
+    def no_training(*args):
+        raise AssertionError("--missing=skip trained a run")
+
+    monkeypatch.setattr(comparison.trainer, "train", no_training)
+    problem, data = "algorithmic_reverse_decimal20", str(tmp_path / "data")
+    config = comparison.trainer.TrainConfig(train_steps=5)
+    for seed, char in ((1, 0.4), (3, 0.8)):  # the Transformer's seeds 1 and 3 finished
+        run = tmp_path / f"seed{seed}" / problem / "transformer"
+        os.makedirs(run.parent)
+        os.rename(finished_run(tmp_path, entry_experiment("transformer", problem), data, seed), run)
+        record = json.loads((run / "metrics.json").read_text())
+        record.update(results(char, 0.1, 1.0))
+        (run / "metrics.json").write_text(json.dumps(record))
+    models = ["transformer", "universal_transformer"]
+    table = comparison.compare(
+        str(tmp_path), models, [problem], data, config, ["1", "2", "3"], missing="skip"
+    )
+    lines = table.splitlines()
+    assert len(lines) == 5 and lines[2].startswith("| reverse | Transformer | 0.60 [0.40, 0.80] |")
+    assert lines[4] == (
+        f"Not finished, left out (--missing=skip): {problem} transformer seed 2; "
+        f"{problem} universal_transformer seed 1; {problem} universal_transformer seed 2; "
+        f"{problem} universal_transformer seed 3."
+    )
+    assert (tmp_path / "table.md").read_text() == table + "\n"
+    assert not (tmp_path / "seed2").exists()
+    with pytest.raises(ValueError, match="--missing: expected one of train, skip, got 'keep'"):
+        comparison.compare(str(tmp_path), models, [problem], data, config, missing="keep")
+
+
 def test_hparams_apply_to_every_run_after_the_entrys_own(monkeypatch):
     seen = []
     monkeypatch.setattr(

@@ -56,6 +56,16 @@ def test_decode_only_rows_reuse_the_base_runs_and_bleu_is_sacrebleus_on_raw_text
     )
     assert again == table
     assert os.path.getmtime(os.path.join(run, "bleu_last_beam_size=1_dev.json")) == kept
+    # Read while other rows train: a row without a finished run is left out and named,
+    # and nothing trains (no run directory appears for it).
+    partial = comparison.compare(
+        out, ["t3_smoothing0", *models], ["translate_from_files"], data_dir, config,
+        hparams=SMALL, missing="skip",
+    )  # fmt: skip
+    assert partial == table + (
+        "\n\nNot finished, left out (--missing=skip): translate_from_files t3_smoothing0."
+    )
+    assert sorted(os.listdir(os.path.join(out, "translate_from_files"))) == ["t3_base"]
 
 
 @pytest.mark.parametrize(

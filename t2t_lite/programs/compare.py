@@ -65,6 +65,13 @@ flags.DEFINE_string(
     "dev",
     "Translation rows: the split scored (perplexity, BLEU); choose on dev, report test once.",
 )
+flags.DEFINE_enum(
+    "missing",
+    "train",
+    ["train", "skip"],
+    "Runs not finished: train them (resuming any), or skip them and print the table "
+    "of the finished ones, naming those left out (read a long table while it trains).",
+)
 flags.mark_flags_as_required(["data_dir", "output_dir"])
 
 
@@ -85,6 +92,7 @@ def main(argv):
             comparison.compare(
                 FLAGS.output_dir, FLAGS.models, FLAGS.problems, FLAGS.data_dir, config,
                 FLAGS.seeds, FLAGS.hparams, FLAGS.greedy_examples, FLAGS.bleu_split,
+                FLAGS.missing,
             )
         )  # fmt: skip
 

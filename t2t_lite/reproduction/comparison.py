@@ -60,6 +60,7 @@ def run(
     seeds: list[int] | None = None,
     hparams: str = "",
     names: dict[Entry, str] | None = None,
+    train: bool = True,
 ) -> list[dict]:
     """Trains each entry on each problem with each seed (resuming finished runs) -> rows.
 
@@ -69,7 +70,8 @@ def run(
     row's "results" and "run_dirs" are lists, one per seed (tables print
     their median and range: `seed_stats`). hparams: overrides for every run,
     after each entry's own (e.g. "max_length=128"). names: the run directory's
-    name of each entry (default: its key in ENTRIES).
+    name of each entry (default: its key in ENTRIES). train=False trains
+    nothing: a run not finished gets None for its results (`finished_only`).
     """
     seeds = list(seeds or [config.random_seed])
     keys = names or {entry: key for key, entry in ENTRIES.items()}
@@ -97,10 +99,10 @@ def run(
             run_dir = os.path.join(base, problem, keys[entry])
             seeded = dataclasses.replace(config, random_seed=seed)
             run_dirs.append(run_dir)
-            results.append(
-                _finished(run_dir, exp, data_dir, seeded)
-                or trainer.train(exp, data_dir, run_dir, seeded)
-            )
+            finished = _finished(run_dir, exp, data_dir, seeded)
+            if finished is None and train:
+                finished = trainer.train(exp, data_dir, run_dir, seeded)
+            results.append(finished)
         row = {"problem": problem, "entry": entry}
         if len(seeds) == 1:
             row.update(results=results[0], run_dir=run_dirs[0])
@@ -108,6 +110,38 @@ def run(
             row.update(results=results, run_dirs=run_dirs, seeds=seeds)
         rows.append(row)
     return rows
+
+
+MISSING = ("train", "skip")  # --missing: what a table does with runs not finished
+
+
+def finished_only(rows: list[dict], names: dict[Entry, str] | None = None) -> tuple[list, list]:
+    """`run(..., train=False)`'s rows -> (the rows with their finished runs only,
+    dropping a row none of whose runs finished; "problem model seed k" per run
+    left out). names: each entry's run name, as `run` took it."""
+    keys = names or {entry: key for key, entry in ENTRIES.items()}
+    kept, missing = [], []
+    for row in rows:
+        name = f"{row['problem']} {keys[row['entry']]}"
+        if "run_dirs" not in row:  # one seed
+            if row["results"] is None:
+                missing.append(name)
+            else:
+                kept.append(row)
+            continue
+        done = [i for i, results in enumerate(row["results"]) if results is not None]
+        missing += [f"{name} seed {seed}" for i, seed in enumerate(row["seeds"]) if i not in done]
+        if done:
+            kept.append({**row, **{key: [row[key][i] for i in done]
+                                   for key in ("results", "run_dirs", "seeds")}})  # fmt: skip
+    return kept, missing
+
+
+def missing_note(missing: list[str]) -> str:
+    """The line under a table read with --missing=skip ("" when every run finished)."""
+    if not missing:
+        return ""
+    return f"\n\nNot finished, left out (--missing=skip): {'; '.join(missing)}."
 
 
 # Batches per in-training evaluation of a comparison run (its table reads the
@@ -125,6 +159,7 @@ def compare(
     hparams: str = "",
     greedy_examples: int = 0,
     bleu_split: str = "dev",
+    missing: str = "train",
 ) -> str:
     """t2t-compare: trains every model on every problem into output_dir; writes
     table.md there (and pictures) and returns its markdown.
@@ -136,17 +171,23 @@ def compare(
     form and, per run, ponder maps in <run_dir>/ponder/; the others Table 4-6's
     form with table.png and curves.png, and with greedy_examples != 0 the
     greedy-decoded accuracy of that many test examples (< 0: all) beside the
-    teacher-forced one.
+    teacher-forced one. missing="skip" trains nothing: the table holds the
+    runs that finished, and a line under it names the ones left out.
     """
+    if missing not in MISSING:
+        raise ValueError(f"--missing: expected one of {', '.join(MISSING)}, got {missing!r}")
     seed_list = parse_seeds(seeds or [])
     if translation.is_translation(models):
         return compare_translation(
-            output_dir, models, problems, data_dir, config, seed_list, hparams, bleu_split
-        )
+            output_dir, models, problems, data_dir, config, seed_list, hparams, bleu_split,
+            missing,
+        )  # fmt: skip
     entries = parse_entries(models)
     babi = babi_problems(problems)
     config = dataclasses.replace(config, eval_steps=EVAL_STEPS)
-    rows = run(problems, entries, data_dir, output_dir, config, seed_list, hparams)
+    train = missing == "train"
+    rows = run(problems, entries, data_dir, output_dir, config, seed_list, hparams, train=train)
+    rows, left_out = finished_only(rows)
     if babi:
         table = babi_report.markdown_table(rows)
         for row in rows:
@@ -157,7 +198,9 @@ def compare(
         if greedy_examples:
             add_greedy(rows, data_dir, greedy_examples)
         table = markdown_table(rows)
-        write_plots(rows, output_dir)
+        if rows:
+            write_plots(rows, output_dir)
+    table += missing_note(left_out)
     files.write_atomically(os.path.join(output_dir, "table.md"), table + "\n")
     return table
 
@@ -171,6 +214,7 @@ def compare_translation(
     seeds: list[int] | None,
     hparams: str,
     split: str,
+    missing: str = "train",
 ) -> str:
     """Table 3 / Table 7 rows on one translation problem -> table.md's markdown."""
     if len(problems) != 1 or not problem_lib.get(problems[0]).reports_bleu:
@@ -191,9 +235,12 @@ def compare_translation(
     trained = translation.training_entries(keys)
     names = {entry: key for key, entry in trained.items()}
     rows = run(problems, list(trained.values()), data_dir, output_dir, config, seeds,
-               hparams, names)  # fmt: skip
+               hparams, names, train=missing == "train")  # fmt: skip
+    rows, left_out = finished_only(rows, names)
     by_key = {names[row["entry"]]: row for row in rows}
+    keys = [key for key in keys if (translation.ROWS[key].trains_as or key) in by_key]
     table = translation.markdown(translation.table_rows(keys, by_key, data_dir, split), split)
+    table += missing_note(left_out)
     files.write_atomically(os.path.join(output_dir, "table.md"), table + "\n")
     return table
 
