@@ -265,32 +265,50 @@ def test_several_seeds_train_one_run_directory_each(tmp_path, monkeypatch):
 
 
 def test_missing_skip_tabulates_the_finished_runs_and_names_the_others(tmp_path, monkeypatch):
-    def no_training(*args):
-        raise AssertionError("--missing=skip trained a run")
+    from t2t_lite import run_lock
 
-    monkeypatch.setattr(comparison.trainer, "train", no_training)
     problem, data = "algorithmic_reverse_decimal20", str(tmp_path / "data")
+
+    def seed_dir(seed, model):
+        run = tmp_path / f"seed{seed}" / problem / model
+        os.makedirs(run.parent, exist_ok=True)
+        return run
+
+    evaluated = []
+
+    def evaluation_only(exp, data_dir, run_dir, config):  # no step left to train
+        evaluated.append(run_dir)
+        if "universal" in run_dir:
+            raise run_lock.RunLockedError(f"{run_dir!r} is being trained by pid 7")
+        return results(0.5, 0.1, 1.0)
+
+    monkeypatch.setattr(comparison.trainer, "train", evaluation_only)
     config = comparison.trainer.TrainConfig(train_steps=5)
     for seed, char in ((1, 0.4), (3, 0.8)):  # the Transformer's seeds 1 and 3 finished
-        run = tmp_path / f"seed{seed}" / problem / "transformer"
-        os.makedirs(run.parent)
+        run = seed_dir(seed, "transformer")
         os.rename(finished_run(tmp_path, entry_experiment("transformer", problem), data, seed), run)
         record = json.loads((run / "metrics.json").read_text())
         record.update(results(char, 0.1, 1.0))
         (run / "metrics.json").write_text(json.dumps(record))
+    # Trained through step 5 without figures: evaluated. The UT's seed 1 stopped at 3
+    # (not evaluated); its seed 2 reached 5 under a live trainer (left to it).
+    for seed, model, step in ((2, "transformer", 5), (1, "universal_transformer", 3),
+                              (2, "universal_transformer", 5)):  # fmt: skip
+        os.makedirs(seed_dir(seed, model))
+        (seed_dir(seed, model) / f"model.ckpt-{step}.index").write_bytes(b"")
     models = ["transformer", "universal_transformer"]
     table = comparison.compare(
         str(tmp_path), models, [problem], data, config, ["1", "2", "3"], missing="skip"
     )
+    assert evaluated == [str(seed_dir(2, "transformer")), str(seed_dir(2, "universal_transformer"))]
     lines = table.splitlines()
-    assert len(lines) == 5 and lines[2].startswith("| reverse | Transformer | 0.60 [0.40, 0.80] |")
+    assert len(lines) == 5 and lines[2].startswith("| reverse | Transformer | 0.50 [0.40, 0.80] |")
     assert lines[4] == (
-        f"Not finished, left out (--missing=skip): {problem} transformer seed 2; "
-        f"{problem} universal_transformer seed 1; {problem} universal_transformer seed 2; "
-        f"{problem} universal_transformer seed 3."
+        f"Not finished, left out (--missing=skip): {problem} universal_transformer seed 1; "
+        f"{problem} universal_transformer seed 2; {problem} universal_transformer seed 3."
     )
     assert (tmp_path / "table.md").read_text() == table + "\n"
-    assert not (tmp_path / "seed2").exists()
+    assert not (tmp_path / "seed3" / problem / "universal_transformer").exists()
     with pytest.raises(ValueError, match="--missing: expected one of train, skip, got 'keep'"):
         comparison.compare(str(tmp_path), models, [problem], data, config, missing="keep")
 

@@ -13,7 +13,8 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite import experiment, files
+from t2t_lite import checkpoints, experiment, files, run_lock
+from t2t_lite import run_dir as run_dir_lib
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.reproduction import babi_report, greedy, seed_stats, translation
 from t2t_lite.reproduction.entries import (
@@ -71,7 +72,8 @@ def run(
     their median and range: `seed_stats`). hparams: overrides for every run,
     after each entry's own (e.g. "max_length=128"). names: the run directory's
     name of each entry (default: its key in ENTRIES). train=False trains
-    nothing: a run not finished gets None for its results (`finished_only`).
+    nothing: a run not finished gets None for its results (`finished_only`); one
+    that only lacks its final evaluation is evaluated.
     """
     seeds = list(seeds or [config.random_seed])
     keys = names or {entry: key for key, entry in ENTRIES.items()}
@@ -102,6 +104,8 @@ def run(
             finished = _finished(run_dir, exp, data_dir, seeded)
             if finished is None and train:
                 finished = trainer.train(exp, data_dir, run_dir, seeded)
+            elif finished is None and _trained_through(run_dir, seeded):
+                finished = _evaluate(exp, data_dir, run_dir, seeded)
             results.append(finished)
         row = {"problem": problem, "entry": entry}
         if len(seeds) == 1:
@@ -295,6 +299,29 @@ def _finished(
     if step != config.train_steps and not budget_spent:
         return None  # the trainer resumes it
     return metrics
+
+
+def _trained_through(run_dir: str, config: trainer.TrainConfig) -> bool:
+    """Whether the run's newest checkpoint spent config's budget (steps, or minutes):
+    all it lacks is its final evaluation (figures missing or stale)."""
+    saved = checkpoints.by_step(run_dir) if tf.io.gfile.isdir(run_dir) else []
+    if not saved:
+        return False
+    step = int(saved[0].rsplit("-", 1)[1])
+    minutes = run_dir_lib.trained_seconds(run_dir, step) / 60.0
+    return step >= config.train_steps or bool(
+        config.train_minutes and minutes >= config.train_minutes
+    )
+
+
+def _evaluate(exp, data_dir: str, run_dir: str, config: trainer.TrainConfig) -> dict | None:
+    """A trained run's final evaluation (the trainer, with no step left to train), or
+    None while a live trainer holds the run (it is finishing it)."""
+    try:
+        return trainer.train(exp, data_dir, run_dir, config)
+    except run_lock.RunLockedError as err:
+        logging.info("%s", err)
+        return None
 
 
 def _cell(value: float | None) -> str:
