@@ -304,10 +304,9 @@ def _finished(
 def _trained_through(run_dir: str, config: trainer.TrainConfig) -> bool:
     """Whether the run's newest checkpoint spent config's budget (steps, or minutes):
     all it lacks is its final evaluation (figures missing or stale)."""
-    saved = checkpoints.by_step(run_dir) if tf.io.gfile.isdir(run_dir) else []
-    if not saved:
+    if not tf.io.gfile.isdir(run_dir) or not checkpoints.by_step(run_dir):
         return False
-    step = int(saved[0].rsplit("-", 1)[1])
+    step = translation.trained_steps(run_dir)
     minutes = run_dir_lib.trained_seconds(run_dir, step) / 60.0
     return step >= config.train_steps or bool(
         config.train_minutes and minutes >= config.train_minutes
