@@ -1,5 +1,6 @@
-"""Algorithmic problems of tensor2tensor (identity, reverse, addition) and of the
-looped-transformer papers (binary parity, sort).
+"""Algorithmic problems of tensor2tensor (identity, reverse, addition), of the
+looped-transformer papers (binary parity, sort), and state tracking (the
+arrangement three items reach under a sequence of permutations).
 
 Symbols 0..base-1 have ids 2..base+1 (0 is PAD, 1 is EOS). Splits: "train"
 and "dev" draw lengths 1..40; "test" draws lengths 1..400, ten times the
@@ -10,6 +11,7 @@ settings on long sequences without looking at the reported test split. The
 quarter of the attention cost, for experiments on a CPU.
 """
 
+import itertools
 from collections.abc import Iterator
 
 import numpy as np
@@ -105,6 +107,31 @@ class SortProblem(AlgorithmicProblem):
         return sorted(inputs)
 
 
+class PermuteProblem(AlgorithmicProblem):
+    """Permutations of three items -> the arrangement they reach, applied in order.
+
+    Each symbol is one of the six arrangements of 0, 1, 2 in one-line notation;
+    applying p to an arrangement a gives a[p[0]] a[p[1]] a[p[2]]. Starting from
+    "012", the target is the one symbol of the arrangement after every input
+    symbol. The group (S3) is not abelian, so unlike parity the answer depends
+    on the order, not only on how often each symbol occurs: a model has to
+    carry the state along the sequence.
+    """
+
+    base = 6  # the number of symbols, the elements of S3
+
+    def symbols(self) -> list[str]:
+        return ["".join(map(str, p)) for p in itertools.permutations(range(3))]
+
+    def target(self, inputs: list[int]) -> list[int]:
+        perms = [tuple(int(c) for c in s) for s in self.symbols()]
+        arrangement = perms[0]  # the identity, "012"
+        for i in inputs:
+            p = perms[i - sequences.NUM_RESERVED_IDS]
+            arrangement = tuple(arrangement[j] for j in p)
+        return [perms.index(arrangement) + sequences.NUM_RESERVED_IDS]
+
+
 def to_digits(number: int, base: int) -> list[int]:
     """Little-endian digits of a non-negative number."""
     digits = [number % base]
@@ -175,3 +202,4 @@ _register_family("reverse", ReverseProblem)
 _register_family("addition", AdditionProblem)
 _register_family("parity", ParityProblem, bases=(("binary", 2),))
 _register_family("sort", SortProblem)
+_register_family("permute", PermuteProblem, bases=(("three", 6),))

@@ -96,6 +96,29 @@ def test_parity_and_sort_targets_by_hand(tmp_path):
         assert ex["targets"] == [2 + ex["inputs"].count(3) % 2, sequences.EOS_ID]
 
 
+def test_permute_targets_by_hand(tmp_path):
+    prob = registry.PROBLEMS.get("algorithmic_permute_three20")()
+    assert prob.symbols() == ["012", "021", "102", "120", "201", "210"]
+    assert prob.vocab_size == 8 and prob.test_length == 200
+
+    def reached(text):
+        return prob.decode_text(prob.target(prob.encode_text(text)))
+
+    # "120" moves the first item to the end: once 120, twice 201, three times back
+    assert reached("120") == "120"
+    assert reached("120 120") == "201"
+    assert reached("120 120 120") == "012"
+    # Not abelian: swapping the last two then the first two is a rotation one
+    # way, the other order the other way.
+    assert reached("021 102") == "201"
+    assert reached("102 021") == "120"
+    assert reached("210 210") == "012"
+    prob = small("algorithmic_permute_three40")
+    prob.generate_data(str(tmp_path))
+    answers = {tuple(ex["targets"]) for ex in all_examples(prob, str(tmp_path), "train")}
+    assert len(answers) > 1 and all(len(t) == 2 and 2 <= t[0] < 8 for t in answers)
+
+
 def test_digits_helpers_by_hand():
     assert algorithmic.to_digits(6, 2) == [0, 1, 1]
     assert algorithmic.to_digits(0, 10) == [0]
