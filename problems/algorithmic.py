@@ -116,19 +116,48 @@ class PermuteProblem(AlgorithmicProblem):
     symbol. The group (S3) is not abelian, so unlike parity the answer depends
     on the order, not only on how often each symbol occurs: a model has to
     carry the state along the sequence.
+
+    Every input starts with the marker "|" (id base + 2, counted in the
+    length): where the state starts, so that a rule that passes the state
+    from each position to the next has a first position that knows it is
+    first (`encode_text` adds it when the text leaves it out).
     """
 
-    base = 6  # the number of symbols, the elements of S3
+    base = 6  # the number of permutations, the elements of S3
+
+    @property
+    def start_id(self) -> int:
+        return self.base + sequences.NUM_RESERVED_IDS
+
+    @property
+    def vocab_size(self) -> int:
+        return self.base + sequences.NUM_RESERVED_IDS + 1
 
     def symbols(self) -> list[str]:
-        return ["".join(map(str, p)) for p in itertools.permutations(range(3))]
+        return ["".join(map(str, p)) for p in itertools.permutations(range(3))] + ["|"]
+
+    def generate_examples(
+        self, split: str, rng: np.random.Generator
+    ) -> Iterator[dict[str, list[int]]]:
+        num_examples, _ = self._split(split)
+        max_len = self.split_length(split)  # the marker and up to max_len - 1 permutations
+        for _ in range(num_examples):
+            length = int(rng.integers(1, max_len))
+            symbols = rng.integers(0, self.base, size=length) + sequences.NUM_RESERVED_IDS
+            inputs = [self.start_id, *symbols.tolist()]
+            yield {"inputs": inputs, "targets": self.target(inputs)}
+
+    def encode_text(self, text: str) -> list[int]:
+        ids = super().encode_text(text)
+        return ids if ids[:1] == [self.start_id] else [self.start_id, *ids]
 
     def target(self, inputs: list[int]) -> list[int]:
-        perms = [tuple(int(c) for c in s) for s in self.symbols()]
+        perms = [tuple(int(c) for c in s) for s in self.symbols()[: self.base]]
         arrangement = perms[0]  # the identity, "012"
         for i in inputs:
-            p = perms[i - sequences.NUM_RESERVED_IDS]
-            arrangement = tuple(arrangement[j] for j in p)
+            if i != self.start_id:
+                p = perms[i - sequences.NUM_RESERVED_IDS]
+                arrangement = tuple(arrangement[j] for j in p)
         return [perms.index(arrangement) + sequences.NUM_RESERVED_IDS]
 
 

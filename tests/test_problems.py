@@ -98,8 +98,10 @@ def test_parity_and_sort_targets_by_hand(tmp_path):
 
 def test_permute_targets_by_hand(tmp_path):
     prob = registry.PROBLEMS.get("algorithmic_permute_three20")()
-    assert prob.symbols() == ["012", "021", "102", "120", "201", "210"]
-    assert prob.vocab_size == 8 and prob.test_length == 200
+    assert prob.symbols() == ["012", "021", "102", "120", "201", "210", "|"]
+    assert prob.vocab_size == 9 and prob.test_length == 200
+    # the start marker (id 8) comes first, added when the text leaves it out
+    assert prob.encode_text("120 021") == [8, 5, 3] == prob.encode_text("| 120 021")
 
     def reached(text):
         return prob.decode_text(prob.target(prob.encode_text(text)))
@@ -115,7 +117,9 @@ def test_permute_targets_by_hand(tmp_path):
     assert reached("210 210") == "012"
     prob = small("algorithmic_permute_three40")
     prob.generate_data(str(tmp_path))
-    answers = {tuple(ex["targets"]) for ex in all_examples(prob, str(tmp_path), "train")}
+    examples = all_examples(prob, str(tmp_path), "train")
+    assert all(ex["inputs"][0] == 8 and 8 not in ex["inputs"][1:-1] for ex in examples)
+    answers = {tuple(ex["targets"]) for ex in examples}
     assert len(answers) > 1 and all(len(t) == 2 and 2 <= t[0] < 8 for t in answers)
 
 
