@@ -1,5 +1,7 @@
 import pytest
 
+import t2t_lite.models  # registers the models and hparams sets
+import t2t_lite.problems  # noqa: F401  (registers the problems)
 from t2t_lite import registry
 
 
