@@ -67,6 +67,12 @@ MODELS = {
     "ut_length_depth_fixed_decoder": lambda: ut_model(
         rec_steps_per_symbol=1.0, num_rec_steps=6, rec_decoder_steps=2
     ),
+    "ut_length_depth_no_step_signal": lambda: ut_model(
+        rec_steps_per_symbol=1.0,
+        num_rec_steps=6,
+        rec_input_every_step=True,
+        step_timing_signal_type="none",
+    ),
     "ut_length_depth_causal_encoder": lambda: ut_model(
         rec_steps_per_symbol=1.0, num_rec_steps=6, causal_encoder=True, position_embedding="none"
     ),

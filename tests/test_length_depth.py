@@ -44,23 +44,31 @@ def identity_stack(**options):
     return universal.UniversalStack(
         keras.layers.Identity(),
         num_steps=options.pop("num_steps", 5),
-        step_signal=universal.StepSignal("sinusoid", 5, 8),
+        step_signal=universal.StepSignal(options.pop("step_signal", "sinusoid"), 5, 8),
         norm_position="post",
         **options,
     )
 
 
+@pytest.mark.parametrize("step_signal", ["sinusoid", "none"])
 @pytest.mark.parametrize("input_every_step", [False, True])
-def test_an_identity_block_sums_each_rows_own_signals(input_every_step):
+def test_an_identity_block_sums_each_rows_own_signals(input_every_step, step_signal):
     """With block(h) = h, H_k = x_0 + sum_{t<=k} (S_t [+ x_0]) where k is the
-    row's step count: positions off, step signals S_t, the input re-added."""
+    row's step count: positions off, step signals S_t (none: S_t = 0), the
+    input re-added."""
     depth = universal.LengthDepth(per_symbol=1.0, offset=0, random=0, cap=5)
-    stack = identity_stack(depth=depth, use_positions=False, input_every_step=input_every_step)
+    stack = identity_stack(
+        depth=depth,
+        use_positions=False,
+        input_every_step=input_every_step,
+        step_signal=step_signal,
+    )
     x = tf.random.stateless_normal([2, 3, 8], seed=[1, 2])
     steps = tf.constant([2, 4])
     out, _ = stack.apply(x, lambda h: h, 0, tf.ones([2, 3]), row_steps=steps)
     for row, k in enumerate([2, 4]):
         signals = sum(embedding.timing_signal(1, 8, start=t)[0, 0].numpy() for t in range(1, k + 1))
+        signals = signals if step_signal == "sinusoid" else 0.0
         expected = x[row].numpy() * (1 + k * input_every_step) + signals
         np.testing.assert_allclose(out[row].numpy(), expected, atol=1e-5)
 

@@ -9,11 +9,14 @@ import tensorflow as tf
 from t2t_lite import sequences
 from t2t_lite.layers import act, embedding, transformer_layers
 
-STEP_SIGNALS = ("sinusoid", "learned")
+STEP_SIGNALS = ("sinusoid", "learned", "none")
 
 
 class StepSignal(keras.layers.Layer):
-    """The recurrence-step signal: a sinusoid of t (paper eq. 6-7) or a learned one."""
+    """The recurrence-step signal: a sinusoid of t (paper eq. 6-7), a learned one,
+    or none (every step the same function of its input, as in looped
+    Transformers: the only setting in which steps past those seen in training
+    apply the block that was trained, not one shifted by an unseen signal)."""
 
     def __init__(self, kind: str, max_steps: int, channels: int, **kwargs):
         super().__init__(**kwargs)
@@ -38,6 +41,8 @@ class StepSignal(keras.layers.Layer):
             self.build()
         if self.kind == "sinusoid":
             return embedding.timing_signal(1, self.channels, start=step)  # [1, 1, C]
+        if self.kind == "none":
+            return tf.zeros([1, 1, self.channels])
         row = tf.gather(tf.cast(self.embeddings, tf.float32), step - 1)  # [C]
         return tf.reshape(row * self.channels**0.5, [1, 1, self.channels])  # [1, 1, C]
 
