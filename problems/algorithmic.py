@@ -53,10 +53,14 @@ class AlgorithmicProblem(problem.Problem):
         num_examples, _ = self._split(split)
         max_len = self.split_length(split)
         for _ in range(num_examples):
-            length = int(rng.integers(1, max_len + 1))
-            symbols = rng.integers(0, self.base, size=length)
-            inputs = (symbols + sequences.NUM_RESERVED_IDS).tolist()
+            inputs = self.random_inputs(max_len, rng)
             yield {"inputs": inputs, "targets": self.target(inputs)}
+
+    def random_inputs(self, max_len: int, rng: np.random.Generator) -> list[int]:
+        """1..max_len random symbols, as ids."""
+        length = int(rng.integers(1, max_len + 1))
+        symbols = rng.integers(0, self.base, size=length)
+        return (symbols + sequences.NUM_RESERVED_IDS).tolist()
 
     def target(self, inputs: list[int]) -> list[int]:
         """The target ids for `inputs` (identity by default)."""
@@ -107,6 +111,10 @@ class SortProblem(AlgorithmicProblem):
         return sorted(inputs)
 
 
+# The elements of S3 in one-line notation, in PermuteProblem's symbol order.
+_S3 = list(itertools.permutations(range(3)))
+
+
 class PermuteProblem(AlgorithmicProblem):
     """Permutations of three items -> the arrangement they reach, applied in order.
 
@@ -134,31 +142,23 @@ class PermuteProblem(AlgorithmicProblem):
         return self.base + sequences.NUM_RESERVED_IDS + 1
 
     def symbols(self) -> list[str]:
-        return ["".join(map(str, p)) for p in itertools.permutations(range(3))] + ["|"]
+        return ["".join(map(str, p)) for p in _S3] + ["|"]
 
-    def generate_examples(
-        self, split: str, rng: np.random.Generator
-    ) -> Iterator[dict[str, list[int]]]:
-        num_examples, _ = self._split(split)
-        max_len = self.split_length(split)  # the marker and up to max_len - 1 permutations
-        for _ in range(num_examples):
-            length = int(rng.integers(1, max_len))
-            symbols = rng.integers(0, self.base, size=length) + sequences.NUM_RESERVED_IDS
-            inputs = [self.start_id, *symbols.tolist()]
-            yield {"inputs": inputs, "targets": self.target(inputs)}
+    def random_inputs(self, max_len: int, rng: np.random.Generator) -> list[int]:
+        """The marker, then 1..max_len - 1 permutations."""
+        return [self.start_id, *super().random_inputs(max_len - 1, rng)]
 
     def encode_text(self, text: str) -> list[int]:
         ids = super().encode_text(text)
         return ids if ids[:1] == [self.start_id] else [self.start_id, *ids]
 
     def target(self, inputs: list[int]) -> list[int]:
-        perms = [tuple(int(c) for c in s) for s in self.symbols()[: self.base]]
-        arrangement = perms[0]  # the identity, "012"
+        arrangement = _S3[0]  # the identity, "012"
         for i in inputs:
             if i != self.start_id:
-                p = perms[i - sequences.NUM_RESERVED_IDS]
+                p = _S3[i - sequences.NUM_RESERVED_IDS]
                 arrangement = tuple(arrangement[j] for j in p)
-        return [perms.index(arrangement) + sequences.NUM_RESERVED_IDS]
+        return [_S3.index(arrangement) + sequences.NUM_RESERVED_IDS]
 
 
 def to_digits(number: int, base: int) -> list[int]:

@@ -13,7 +13,7 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite import checkpoints, experiment, files, run_lock
+from t2t_lite import experiment, files, run_lock
 from t2t_lite import run_dir as run_dir_lib
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.reproduction import babi_report, greedy, seed_stats, translation
@@ -304,9 +304,10 @@ def _finished(
 def _trained_through(run_dir: str, config: trainer.TrainConfig) -> bool:
     """Whether the run's newest checkpoint spent config's budget (steps, or minutes):
     all it lacks is its final evaluation (figures missing or stale)."""
-    if not tf.io.gfile.isdir(run_dir) or not checkpoints.by_step(run_dir):
+    try:
+        step = translation.trained_steps(run_dir)
+    except FileNotFoundError:  # no checkpoint (or no run directory) yet
         return False
-    step = translation.trained_steps(run_dir)
     minutes = run_dir_lib.trained_seconds(run_dir, step) / 60.0
     return step >= config.train_steps or bool(
         config.train_minutes and minutes >= config.train_minutes
