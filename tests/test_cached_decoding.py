@@ -73,12 +73,18 @@ MODELS = {
         rec_input_every_step=True,
         step_timing_signal_type="none",
     ),
+    "ut_length_depth_state_norm": lambda: ut_model(
+        rec_steps_per_symbol=1.0, num_rec_steps=6, rec_input_every_step=True, rec_state_norm=True
+    ),
     "ut_length_depth_causal_encoder": lambda: ut_model(
         rec_steps_per_symbol=1.0, num_rec_steps=6, causal_encoder=True, position_embedding="none"
     ),
     "transformer_causal_encoder": lambda: transformer_model(causal_encoder=True),
     "adaptive_ut_length_depth": lambda: ut_model(
         adaptive=True, rec_steps_per_symbol=0.5, act_max_steps=4, act_halting_bias_init=-2.0
+    ),
+    "adaptive_ut_state_norm": lambda: ut_model(
+        adaptive=True, act_halting_bias_init=-2.0, rec_state_norm=True
     ),
     "transformer_no_positions": lambda: transformer_model(position_embedding="none"),
     # Scalable softmax: each query's scale counts the keys it sees, cached or not.

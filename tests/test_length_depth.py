@@ -73,6 +73,40 @@ def test_an_identity_block_sums_each_rows_own_signals(input_every_step, step_sig
         np.testing.assert_allclose(out[row].numpy(), expected, atol=1e-5)
 
 
+def test_a_normalized_state_keeps_its_scale_at_every_step():
+    """With block(h) = h, positions and step signals off, the input re-added and
+    the state normalized: H_t = LN(H_(t-1)) + x_0, by hand, for each row's own
+    steps; and the norm of H_t stays below sqrt(C) + |x_0| at any depth, where
+    without the norm it grows by |x_0| a step."""
+
+    def layer_norm(h):
+        mean = h.mean(-1, keepdims=True)
+        return (h - mean) / np.sqrt(h.var(-1, keepdims=True) + 1e-6)
+
+    depth = universal.LengthDepth(per_symbol=1.0, offset=0, random=0, cap=40)
+    options = {
+        "depth": depth,
+        "use_positions": False,
+        "input_every_step": True,
+        "step_signal": "none",
+    }
+    x = tf.random.stateless_normal([2, 3, 8], seed=[4, 5])
+    steps = tf.constant([2, 40])
+    normalized = identity_stack(num_steps=40, state_norm=True, **options)
+    out, _ = normalized.apply(x, lambda h: h, 0, tf.ones([2, 3]), row_steps=steps)
+    x0 = x.numpy()
+    for row, k in enumerate([2, 40]):
+        h = x0[row]
+        for _ in range(k):
+            h = layer_norm(h) + x0[row]
+        np.testing.assert_allclose(out[row].numpy(), h, atol=1e-4)
+    bound = np.sqrt(8) + np.linalg.norm(x0, axis=-1)  # [2, 3]
+    assert (np.linalg.norm(out.numpy(), axis=-1) <= bound + 1e-4).all()
+    plain = identity_stack(num_steps=40, **options)
+    grown, _ = plain.apply(x, lambda h: h, 0, tf.ones([2, 3]), row_steps=steps)
+    np.testing.assert_allclose(grown[1].numpy(), 41 * x0[1], rtol=1e-5)
+
+
 def test_each_row_equals_a_fixed_depth_run_of_its_own_steps():
     """Row b of a length-scaled UT (ceil(n) - 1 steps: 3, 1, 5) gives the logits
     of the same weights run with num_rec_steps = its steps, alone."""
@@ -151,6 +185,8 @@ def test_options_are_refused_where_they_mean_nothing():
         dataclasses.replace(base, rec_steps_per_symbol=-1.0)
     with pytest.raises(ValueError, match=r"\(position_embedding\)"):
         dataclasses.replace(base, position_embedding="learned")
+    with pytest.raises(ValueError, match=r"\(rec_state_norm\)"):
+        dataclasses.replace(base, norm_position="post", rec_state_norm=True)
     scaled = dataclasses.replace(base, rec_steps_per_symbol=0.5)
     with pytest.raises(ValueError, match="decoder-only problem"):
         universal_transformer.UniversalTransformer(scaled, 11, input_encoding="none")

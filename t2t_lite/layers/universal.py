@@ -108,7 +108,9 @@ class UniversalStack(keras.layers.Layer):
     steps from its source length (rows whose steps are done keep their
     state, as ACT keeps a halted position's); `use_positions=False` drops the
     position signal (the step signal stays); `input_every_step` adds the
-    stack's input x_0 again at every step: H_t = block(H_{t-1} + P_t + x_0).
+    stack's input x_0 again at every step: H_t = block(H_{t-1} + P_t + x_0);
+    `state_norm` normalizes the carried state first, H_t = block(LN(H_{t-1}) + ...),
+    one norm shared by every step.
     """
 
     def __init__(
@@ -122,6 +124,7 @@ class UniversalStack(keras.layers.Layer):
         depth: LengthDepth | None = None,
         use_positions: bool = True,
         input_every_step: bool = False,
+        state_norm: bool = False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -132,6 +135,13 @@ class UniversalStack(keras.layers.Layer):
         self.depth = depth
         self.use_positions = use_positions
         self.input_every_step = input_every_step
+        self.state_norm = (
+            keras.layers.LayerNormalization(
+                epsilon=transformer_layers.LAYER_NORM_EPSILON, name="state_norm"
+            )
+            if state_norm
+            else None
+        )
         self.final_norm = (
             keras.layers.LayerNormalization(
                 epsilon=transformer_layers.LAYER_NORM_EPSILON, name=final_norm_name
@@ -161,7 +171,10 @@ class UniversalStack(keras.layers.Layer):
     def _block_input(
         self, state: tf.Tensor, position: tf.Tensor, step: tf.Tensor | int, stack_input: tf.Tensor
     ) -> tf.Tensor:
-        """state [B, L, C] + position signal [1 or B, L, C] + step t's signal (+ x_0)."""
+        """state [B, L, C] (normalized, `state_norm`) + position signal [1 or B, L, C]
+        + step t's signal (+ x_0)."""
+        if self.state_norm is not None:
+            state = self.state_norm(state)
         x = state + tf.cast(position + self.step_signal.signal(step), state.dtype)
         return x + stack_input if self.input_every_step else x
 

@@ -93,6 +93,7 @@ class UniversalTransformer(transformer.Transformer):
                     depth=stack_depth,
                     use_positions=hp.position_embedding != "none",
                     input_every_step=hp.rec_input_every_step,
+                    state_norm=hp.rec_state_norm,
                 )
             )
         return stacks[0], stacks[1]

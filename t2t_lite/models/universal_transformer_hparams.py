@@ -52,6 +52,11 @@ class UniversalTransformerHParams(transformer_hparams.TransformerHParams):
     # Re-add the stack's input (the embedded tokens) before every step, as
     # looped transformers inject their input at every loop.
     rec_input_every_step: bool = False
+    # Layer-normalize the state carried into every step (pre-norm blocks only):
+    # a pre-norm step adds its input and signals to an unnormalized state, whose
+    # norm then grows with t, so that step t's update moves it by about 1/t
+    # (docs/length_depth.md, round 13); normalized, it keeps one scale at every step.
+    rec_state_norm: bool = False
 
     def __post_init__(self):
         super().__post_init__()
@@ -89,6 +94,11 @@ class UniversalTransformerHParams(transformer_hparams.TransformerHParams):
             0 <= self.rec_decoder_steps <= self.max_steps,
             "rec_decoder_steps",
             f"must be in [0, {self.max_steps}] (the step cap)",
+        )
+        require(
+            not (self.rec_state_norm and self.norm_position == "post"),
+            "rec_state_norm",
+            "applies only with norm_position=pre (a post-norm block ends with a norm)",
         )
         require(
             0 <= self.rec_steps_random <= self.max_steps,
