@@ -109,8 +109,9 @@ class UniversalStack(keras.layers.Layer):
     state, as ACT keeps a halted position's); `use_positions=False` drops the
     position signal (the step signal stays); `input_every_step` adds the
     stack's input x_0 again at every step: H_t = block(H_{t-1} + P_t + x_0);
-    `state_norm` normalizes the carried state first, H_t = block(LN(H_{t-1}) + ...),
-    one norm shared by every step.
+    `state_norm` normalizes the carried state first, H_t = block(LN(H_{t-1}) + P_t
+    + LN'(x_0)), with the re-added input under a norm of its own, so that
+    neither term outgrows the other (norms shared by every step).
     """
 
     def __init__(
@@ -142,6 +143,13 @@ class UniversalStack(keras.layers.Layer):
             if state_norm
             else None
         )
+        self.input_norm = (
+            keras.layers.LayerNormalization(
+                epsilon=transformer_layers.LAYER_NORM_EPSILON, name="input_norm"
+            )
+            if state_norm and input_every_step
+            else None
+        )
         self.final_norm = (
             keras.layers.LayerNormalization(
                 epsilon=transformer_layers.LAYER_NORM_EPSILON, name=final_norm_name
@@ -171,12 +179,14 @@ class UniversalStack(keras.layers.Layer):
     def _block_input(
         self, state: tf.Tensor, position: tf.Tensor, step: tf.Tensor | int, stack_input: tf.Tensor
     ) -> tf.Tensor:
-        """state [B, L, C] (normalized, `state_norm`) + position signal [1 or B, L, C]
-        + step t's signal (+ x_0)."""
+        """state [B, L, C] + position signal [1 or B, L, C] + step t's signal (+ x_0);
+        under `state_norm`, the state and x_0 each normalized."""
         if self.state_norm is not None:
             state = self.state_norm(state)
         x = state + tf.cast(position + self.step_signal.signal(step), state.dtype)
-        return x + stack_input if self.input_every_step else x
+        if not self.input_every_step:
+            return x
+        return x + (stack_input if self.input_norm is None else self.input_norm(stack_input))
 
     def row_steps(self, lengths: tf.Tensor, jitter: tf.Tensor | None = None) -> tf.Tensor | None:
         """Each row's steps [B] for source lengths [B] when the depth grows with

@@ -52,10 +52,12 @@ class UniversalTransformerHParams(transformer_hparams.TransformerHParams):
     # Re-add the stack's input (the embedded tokens) before every step, as
     # looped transformers inject their input at every loop.
     rec_input_every_step: bool = False
-    # Layer-normalize the state carried into every step (pre-norm blocks only):
-    # a pre-norm step adds its input and signals to an unnormalized state, whose
+    # Layer-normalize the state carried into every step, and the re-added input
+    # (rec_input_every_step) with a norm of its own (pre-norm blocks only): a
+    # pre-norm step adds its input and signals to an unnormalized state, whose
     # norm then grows with t, so that step t's update moves it by about 1/t
-    # (docs/length_depth.md, round 13); normalized, it keeps one scale at every step.
+    # (docs/length_depth.md, round 13); normalized, it keeps one scale at every
+    # step, and the input's own norm keeps it from drowning the state.
     rec_state_norm: bool = False
 
     def __post_init__(self):
