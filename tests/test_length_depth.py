@@ -4,6 +4,7 @@ import dataclasses
 
 import keras
 import numpy as np
+import numpy_reference
 import pytest
 import tensorflow as tf
 from test_transformer import tiny_model
@@ -79,10 +80,6 @@ def test_a_normalized_state_keeps_its_scale_at_every_step():
     own steps; and the norm of H_t stays within 2 sqrt(C) at any depth, where
     without the norms it grows by |x_0| a step."""
 
-    def layer_norm(h):
-        mean = h.mean(-1, keepdims=True)
-        return (h - mean) / np.sqrt(h.var(-1, keepdims=True) + 1e-6)
-
     depth = universal.LengthDepth(per_symbol=1.0, offset=0, random=0, cap=40)
     options = {
         "depth": depth,
@@ -96,9 +93,9 @@ def test_a_normalized_state_keeps_its_scale_at_every_step():
     out, _ = normalized.apply(x, lambda h: h, 0, tf.ones([2, 3]), row_steps=steps)
     x0 = x.numpy()
     for row, k in enumerate([2, 40]):
-        h = x0[row]
+        h, injected = x0[row], numpy_reference.layer_norm(normalized.input_norm, x0[row])
         for _ in range(k):
-            h = layer_norm(h) + layer_norm(x0[row])
+            h = numpy_reference.layer_norm(normalized.state_norm, h) + injected
         np.testing.assert_allclose(out[row].numpy(), h, atol=1e-4)
     assert (np.linalg.norm(out.numpy(), axis=-1) <= 2 * np.sqrt(8) + 1e-4).all()
     plain = identity_stack(num_steps=40, **options)

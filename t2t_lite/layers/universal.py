@@ -136,27 +136,14 @@ class UniversalStack(keras.layers.Layer):
         self.depth = depth
         self.use_positions = use_positions
         self.input_every_step = input_every_step
-        self.state_norm = (
-            keras.layers.LayerNormalization(
-                epsilon=transformer_layers.LAYER_NORM_EPSILON, name="state_norm"
-            )
-            if state_norm
-            else None
-        )
-        self.input_norm = (
-            keras.layers.LayerNormalization(
-                epsilon=transformer_layers.LAYER_NORM_EPSILON, name="input_norm"
-            )
-            if state_norm and input_every_step
-            else None
-        )
-        self.final_norm = (
-            keras.layers.LayerNormalization(
-                epsilon=transformer_layers.LAYER_NORM_EPSILON, name=final_norm_name
-            )
-            if norm_position == "pre"
-            else None
-        )
+
+        def norm(name: str, wanted: bool) -> keras.layers.LayerNormalization | None:
+            epsilon = transformer_layers.LAYER_NORM_EPSILON
+            return keras.layers.LayerNormalization(epsilon=epsilon, name=name) if wanted else None
+
+        self.state_norm = norm("state_norm", state_norm)
+        self.input_norm = norm("input_norm", state_norm and input_every_step)
+        self.final_norm = norm(final_norm_name, norm_position == "pre")
 
     def build(self, input_shape=None):
         # Sublayers build when first applied; there is no state of this layer's own.
@@ -179,14 +166,17 @@ class UniversalStack(keras.layers.Layer):
     def _block_input(
         self, state: tf.Tensor, position: tf.Tensor, step: tf.Tensor | int, stack_input: tf.Tensor
     ) -> tf.Tensor:
-        """state [B, L, C] + position signal [1 or B, L, C] + step t's signal (+ x_0);
-        under `state_norm`, the state and x_0 each normalized."""
+        """state [B, L, C] (normalized, `state_norm`) + position signal [1 or B, L, C]
+        + step t's signal (+ the injected input, `_injected`)."""
         if self.state_norm is not None:
             state = self.state_norm(state)
         x = state + tf.cast(position + self.step_signal.signal(step), state.dtype)
-        if not self.input_every_step:
-            return x
-        return x + (stack_input if self.input_norm is None else self.input_norm(stack_input))
+        return x + stack_input if self.input_every_step else x
+
+    def _injected(self, x: tf.Tensor) -> tf.Tensor:
+        """The stack's input [B, L, C] as every step re-adds it: normalized once
+        per call under `state_norm`, not again at every step."""
+        return x if self.input_norm is None else self.input_norm(x)
 
     def row_steps(self, lengths: tf.Tensor, jitter: tf.Tensor | None = None) -> tf.Tensor | None:
         """Each row's steps [B] for source lengths [B] when the depth grows with
@@ -249,7 +239,9 @@ class UniversalStack(keras.layers.Layer):
         if not self.built:
             self.build()
         positions = self._positions(tf.shape(x)[1], x.shape[-1], position_start)
-        step_fn = self._with_signals(positions, lambda state, step: block_fn(state), x)
+        step_fn = self._with_signals(
+            positions, lambda state, step: block_fn(state), self._injected(x)
+        )
         stats = None
         if self.halting is not None:
             x, stats = self.halting.apply(
@@ -305,7 +297,7 @@ class UniversalStack(keras.layers.Layer):
         position = embedding.timing_signal(1, x.shape[-1], start=start)  # [1 or B, 1, C]
         if not self.use_positions:
             position = tf.zeros([1, 1, x.shape[-1]])  # [1, 1, C]
-        stack_input = x
+        stack_input = self._injected(x)
         row_steps = self.row_steps(source_lengths(encoder_bias, tf.shape(x)[0]))  # [B] or None
 
         def block_input(state: tf.Tensor, step: int) -> tf.Tensor:
