@@ -15,6 +15,7 @@ import itertools
 from collections.abc import Iterator
 
 import numpy as np
+import tensorflow as tf
 
 from t2t_lite import sequences
 from t2t_lite.data import graph_tokenizer, problem
@@ -97,11 +98,21 @@ class ReverseProblem(AlgorithmicProblem):
 
 
 class ParityProblem(AlgorithmicProblem):
-    """Bits -> one symbol, 1 when the input holds an odd number of ones (Fan et al. 2025)."""
+    """Bits -> one symbol, 1 when the input holds an odd number of ones (Fan et al. 2025).
+
+    Input labels: the parity of the bits up to each position (EOS: all of
+    them, the answer).
+    """
+
+    has_input_labels = True
 
     def target(self, inputs: list[int]) -> list[int]:
         ones = sum(1 for i in inputs if i == 1 + sequences.NUM_RESERVED_IDS)
         return [ones % 2 + sequences.NUM_RESERVED_IDS]
+
+    def input_labels(self, inputs: tf.Tensor) -> tf.Tensor:
+        ones = tf.cumsum(tf.cast(tf.equal(inputs, 1 + sequences.NUM_RESERVED_IDS), tf.int32))
+        return ones % 2 + sequences.NUM_RESERVED_IDS  # [S]
 
 
 class SortProblem(AlgorithmicProblem):
@@ -113,6 +124,8 @@ class SortProblem(AlgorithmicProblem):
 
 # The elements of S3 in one-line notation, in PermuteProblem's symbol order.
 _S3 = list(itertools.permutations(range(3)))
+# _THEN[a][p]: the index of arrangement _S3[a] with permutation _S3[p] applied.
+_THEN = [[_S3.index(tuple(a[j] for j in p)) for p in _S3] for a in _S3]
 
 
 class PermuteProblem(AlgorithmicProblem):
@@ -129,9 +142,13 @@ class PermuteProblem(AlgorithmicProblem):
     length): where the state starts, so that a rule that passes the state
     from each position to the next has a first position that knows it is
     first (`encode_text` adds it when the text leaves it out).
+
+    Input labels: the arrangement reached after each position (the marker's:
+    "012"; EOS's: the answer).
     """
 
     base = 6  # the number of permutations, the elements of S3
+    has_input_labels = True
 
     @property
     def start_id(self) -> int:
@@ -159,6 +176,17 @@ class PermuteProblem(AlgorithmicProblem):
                 p = _S3[i - sequences.NUM_RESERVED_IDS]
                 arrangement = tuple(arrangement[j] for j in p)
         return [_S3.index(arrangement) + sequences.NUM_RESERVED_IDS]
+
+    def input_labels(self, inputs: tf.Tensor) -> tf.Tensor:
+        then = tf.constant(_THEN, tf.int32)  # [6, 6]
+        symbol = inputs - sequences.NUM_RESERVED_IDS  # [S]: 0..5 permutations, else none
+
+        def apply(state, p):
+            moved = tf.gather(then[state], tf.clip_by_value(p, 0, self.base - 1))
+            return tf.where((p >= 0) & (p < self.base), moved, state)
+
+        reached = tf.scan(apply, symbol, initializer=tf.constant(0, tf.int32))  # [S]
+        return reached + sequences.NUM_RESERVED_IDS
 
 
 def to_digits(number: int, base: int) -> list[int]:

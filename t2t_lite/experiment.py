@@ -44,6 +44,13 @@ class Experiment:
                 f"needs {model_class.hparams_class.__name__}"
             )
         hp = hparams_lib.override(hp, overrides)
+        labels = getattr(hp, "input_label_loss_weight", 0.0) > 0
+        if labels and not registry.PROBLEMS.get(problem).has_input_labels:
+            raise ValueError(
+                f"input_label_loss_weight: problem {problem!r} has no input labels "
+                "(problems with has_input_labels, e.g. algorithmic_parity_binary40 or "
+                "algorithmic_permute_three20); set it to 0"
+            )
         return cls(model, problem, hparams_set, hp, input_encoding)
 
     def to_dict(self) -> dict[str, Any]:

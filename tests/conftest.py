@@ -51,6 +51,15 @@ class AdditionSmall(algorithmic.AdditionProblem):
     splits = {"train": (200, 2), "dev": (20, 1), "test": (20, 1)}
 
 
+@problem.register("test_permute_small")
+class PermuteSmall(algorithmic.PermuteProblem):
+    """State tracking over S3 with lengths 1..6 (the marker counted), for fast tests."""
+
+    train_length = 6
+    test_length = 12
+    splits = {"train": (400, 2), "dev": (40, 1), "test": (20, 1)}
+
+
 def pytest_addoption(parser):
     parser.addoption(
         "--train-seed",

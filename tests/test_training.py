@@ -13,11 +13,15 @@ HPARAMS = "batch_size=64,max_length=8,learning_rate_warmup_steps=10"
 
 
 def make_trainer(
-    data_dir, output_dir, steps, overrides=HPARAMS, model="transformer", hparams_set=None
+    data_dir,
+    output_dir,
+    steps,
+    overrides=HPARAMS,
+    model="transformer",
+    hparams_set=None,
+    problem="test_identity_small",
 ):
-    exp = experiment.Experiment.resolve(
-        model, "test_identity_small", hparams_set or f"{model}_test", overrides
-    )
+    exp = experiment.Experiment.resolve(model, problem, hparams_set or f"{model}_test", overrides)
     config = trainer.TrainConfig(
         train_steps=steps,
         eval_steps=2,

@@ -49,7 +49,8 @@ def bucket_by_tokens(
 ) -> tf.data.Dataset:
     """Batches examples (no longer than max_length) within a token budget.
 
-    Both features of a batch are padded with 0 to the bucket's length, so
+    Every feature of a batch (inputs and targets, and any other sequence of
+    the inputs' length) is padded with 0 to the bucket's length, so
     every batch has one of len(sequences.bucket_lengths(max_length)) sequence lengths.
     """
     lengths = sequences.bucket_lengths(max_length)
@@ -59,7 +60,7 @@ def bucket_by_tokens(
         # A bucket holds lengths < boundary; padding goes to boundary - 1.
         bucket_boundaries=[n + 1 for n in lengths],
         bucket_batch_sizes=sizes + [1],
-        padded_shapes={"inputs": [None], "targets": [None]},
+        padded_shapes={key: [None] for key in dataset.element_spec},
         pad_to_bucket_boundary=True,
         drop_remainder=drop_remainder,
     )

@@ -47,6 +47,9 @@ class Problem(abc.ABC):
     # What the model's encoder reads (sequences.INPUT_ENCODINGS): "tokens";
     # "facts" (bAbI); "none": no source, the model is decoder-only.
     input_encoding = "tokens"
+    # Problems whose every input position has a label (`input_labels`), for
+    # the auxiliary loss on the encoder's positions (input_label_loss_weight).
+    has_input_labels = False
 
     @abc.abstractmethod
     def generate_examples(
@@ -57,6 +60,12 @@ class Problem(abc.ABC):
     @abc.abstractmethod
     def max_length(self, split: str) -> int:
         """The longest sequence (EOS included) that `split` can hold."""
+
+    def input_labels(self, inputs: tf.Tensor) -> tf.Tensor:
+        """inputs [S] int32 (EOS included) -> [S] int32 target-vocabulary ids: each
+        position's label, e.g. the answer for the input up to that position
+        (`has_input_labels` problems only)."""
+        raise NotImplementedError(f"{self.name} has no input labels")
 
     # Text.
 
@@ -165,6 +174,7 @@ class Problem(abc.ABC):
         seed: int | None = None,
         input_context: tf.distribute.InputContext | None = None,
         length_limit: tf.Variable | None = None,
+        input_labels: bool = False,
     ) -> tf.data.Dataset:
         """Batched {"inputs": [B, S], "targets": [B, T]} int32 batches of `split`.
 
@@ -173,7 +183,9 @@ class Problem(abc.ABC):
         read once, in order, with nothing dropped. `batch_size` is a token
         budget per replica. `length_limit` (training only): an int32 variable,
         read as examples pass, above which they are skipped too (a length
-        curriculum raises it as training goes).
+        curriculum raises it as training goes). `input_labels`: the batches
+        also hold "input_labels" [B, S], `input_labels` of each example's
+        inputs, 0 (no label) at padding.
         """
         paths = self.split_files(data_dir, split)
         training = split == TRAIN
@@ -194,6 +206,11 @@ class Problem(abc.ABC):
         examples = records.map(
             lambda record: tfrecord.parse(record, vocab_size), num_parallel_calls=tf.data.AUTOTUNE
         )
+        if input_labels:
+            examples = examples.map(
+                lambda ex: {**ex, "input_labels": self.input_labels(ex["inputs"])},
+                num_parallel_calls=tf.data.AUTOTUNE,
+            )
         limit = self.max_length(split)
         if training and max_length is not None:
             examples = examples.filter(lambda ex: batching.example_length(ex) <= max_length)

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from t2t_lite import registry, sequences
 from t2t_lite.layers import embedding, facts, masks, transformer_layers, universal
-from t2t_lite.models import positions, transformer_hparams
+from t2t_lite.models import input_labels, positions, transformer_hparams
 
 
 def shift_right(targets: tf.Tensor) -> tf.Tensor:
@@ -372,7 +372,7 @@ class Transformer(keras.Model):
         return self.forward(features, training=training)[0]
 
     def forward(self, features, training=False) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
-        """Logits [B, T, V] and auxiliary outputs (none for the Transformer).
+        """Logits [B, T, V] and auxiliary outputs (the input labels' loss, if on).
 
         The trainer calls this (`call` returns its logits): an auxiliary
         "loss" is added to the training loss and every other entry is a
@@ -381,4 +381,4 @@ class Transformer(keras.Model):
         encoder_start, decoder_start = self.position_starts(features, training)
         encoded, bias = self.encode(features["inputs"], training, encoder_start)
         logits = self.decode(features["targets"], encoded, bias, training, decoder_start)
-        return logits, {}
+        return logits, input_labels.terms(self, features, encoded)

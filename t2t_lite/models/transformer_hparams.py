@@ -118,6 +118,11 @@ class TransformerHParams:
     # own), as a decoder-only looped model does (Fan et al. 2025); with
     # position_embedding=none that mask is the only order the encoder has.
     causal_encoder: bool = False
+    # An auxiliary loss on the encoder's positions (0: off): the encoder's
+    # output at each input position, through the softmax, predicts that
+    # position's label (the problem's `input_labels`, e.g. the state reached
+    # so far), weighted by this against the targets' loss (a mean per label).
+    input_label_loss_weight: float = 0.0
     # One matrix for source embedding, target embedding and softmax (the paper's);
     # False: three (tensor2tensor's name).
     shared_embedding_and_softmax_weights: bool = True
@@ -218,6 +223,11 @@ class TransformerHParams:
             math.isfinite(self.learning_rate_constant) and self.learning_rate_constant > 0,
             "learning_rate_constant",
             f"must be a positive finite number, got {self.learning_rate_constant}",
+        )
+        require(
+            math.isfinite(self.input_label_loss_weight) and self.input_label_loss_weight >= 0,
+            "input_label_loss_weight",
+            f"must be >= 0 and finite (0: off), got {self.input_label_loss_weight}",
         )
         require(
             math.isfinite(self.clip_grad_norm) and self.clip_grad_norm >= 0,

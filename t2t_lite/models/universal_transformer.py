@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from t2t_lite import registry
 from t2t_lite.layers import act, facts, masks, transformer_layers, universal
-from t2t_lite.models import transformer, universal_transformer_hparams
+from t2t_lite.models import input_labels, transformer, universal_transformer_hparams
 
 UTHParams = universal_transformer_hparams.UniversalTransformerHParams
 
@@ -186,7 +186,8 @@ class UniversalTransformer(transformer.Transformer):
         return self.embedding.embed(ids[:, tf.newaxis])  # [B, 1, C]
 
     def forward(self, features, training=False) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
-        """Logits [B, T, V]; under ACT also the ponder cost ("loss") and ponder metrics."""
+        """Logits [B, T, V]; under ACT also the ponder cost ("loss") and ponder
+        metrics; with input labels their loss (added to any ponder cost) and accuracy."""
         encoder_start, decoder_start = self.position_starts(features, training)
         jitter = None
         if training and self.length_depth is not None:  # one draw per row, both stacks
@@ -198,8 +199,9 @@ class UniversalTransformer(transformer.Transformer):
         logits, decoder_stats = self.decode_with_stats(
             features["targets"], encoded, bias, training, decoder_start, jitter
         )
+        labelled = input_labels.terms(self, features, encoded)
         if decoder_stats is None:
-            return logits, {}
+            return logits, labelled
         aux = {}
         ponder = []
         sides = [("decoder", decoder_stats, masks.padding_mask(features["targets"]))]
@@ -210,7 +212,7 @@ class UniversalTransformer(transformer.Transformer):
             aux[f"{name}_ponder_time"] = ponder[-1]
             aux[f"{name}_act_steps"] = tf.cast(stats.steps, tf.float32)
         aux["loss"] = self.hparams.act_loss_weight * tf.add_n(ponder)
-        return logits, aux
+        return logits, input_labels.merged(aux, labelled)
 
     def encoder_nonpadding(self, inputs: tf.Tensor) -> tf.Tensor:
         """[B, S] 1.0 at the encoder's real positions (tokens, or facts)."""

@@ -101,6 +101,7 @@ class Trainer:
                 seed=seed,
                 input_context=context,
                 length_limit=length_limit,
+                input_labels=self.hp.input_label_loss_weight > 0,
             )
 
         return self.strategy.distribute_datasets_from_function(dataset_fn)
