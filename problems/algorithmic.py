@@ -111,8 +111,8 @@ class ParityProblem(AlgorithmicProblem):
         return [ones % 2 + sequences.NUM_RESERVED_IDS]
 
     def input_labels(self, inputs: tf.Tensor) -> tf.Tensor:
-        ones = tf.cumsum(tf.cast(tf.equal(inputs, 1 + sequences.NUM_RESERVED_IDS), tf.int32))
-        return ones % 2 + sequences.NUM_RESERVED_IDS  # [S]
+        ones = tf.cumsum(tf.cast(tf.equal(inputs, 1 + sequences.NUM_RESERVED_IDS), tf.int32), -1)
+        return ones % 2 + sequences.NUM_RESERVED_IDS  # [..., S]
 
 
 class SortProblem(AlgorithmicProblem):
@@ -179,14 +179,18 @@ class PermuteProblem(AlgorithmicProblem):
 
     def input_labels(self, inputs: tf.Tensor) -> tf.Tensor:
         then = tf.constant(_THEN, tf.int32)  # [6, 6]
-        symbol = inputs - sequences.NUM_RESERVED_IDS  # [S]: 0..5 permutations, else none
+        length = tf.shape(inputs)[-1]
+        rows = tf.reshape(inputs, [-1, length])  # [N, S]
+        symbols = tf.transpose(rows) - sequences.NUM_RESERVED_IDS  # [S, N]: 0..5 permutations
 
-        def apply(state, p):
-            moved = tf.gather(then[state], tf.clip_by_value(p, 0, self.base - 1))
+        def apply(state, p):  # state, p [N]
+            moved = tf.gather(then, state)  # [N, 6]
+            moved = tf.gather(moved, tf.clip_by_value(p, 0, self.base - 1), batch_dims=1)  # [N]
             return tf.where((p >= 0) & (p < self.base), moved, state)
 
-        reached = tf.scan(apply, symbol, initializer=tf.constant(0, tf.int32))  # [S]
-        return reached + sequences.NUM_RESERVED_IDS
+        start = tf.zeros_like(symbols[0])  # [N]: "012"
+        reached = tf.transpose(tf.scan(apply, symbols, initializer=start))  # [N, S]
+        return tf.reshape(reached, tf.shape(inputs)) + sequences.NUM_RESERVED_IDS  # [..., S]
 
 
 def to_digits(number: int, base: int) -> list[int]:

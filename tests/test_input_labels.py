@@ -29,6 +29,15 @@ def test_labels_by_hand():
     assert not registry.PROBLEMS.get("algorithmic_reverse_decimal40").has_input_labels
 
 
+def test_labels_of_a_padded_batch_by_hand():
+    """The input pipeline labels whole batches: rows of different lengths, 0 at padding."""
+    batch = problem.get("test_permute_small").with_input_labels({"inputs": FEATURES["inputs"]})
+    assert batch["input_labels"].numpy().tolist() == FEATURES["input_labels"].numpy().tolist()
+    bits = tf.constant([[3, 2, 3, 3, 1], [2, 3, 1, 0, 0]], tf.int32)  # 1011, 01
+    parity = problem.get("algorithmic_parity_binary40").with_input_labels({"inputs": bits})
+    assert parity["input_labels"].numpy().tolist() == [[3, 3, 2, 3, 3], [2, 3, 3, 0, 0]]
+
+
 @pytest.mark.parametrize("name", ["test_permute_small", "algorithmic_parity_binary40"])
 def test_each_label_is_the_answer_for_the_input_so_far(name, tmp_path):
     """The scan against the problem's own targets, an independent loop: position

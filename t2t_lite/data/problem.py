@@ -62,9 +62,11 @@ class Problem(abc.ABC):
         """The longest sequence (EOS included) that `split` can hold."""
 
     def input_labels(self, inputs: tf.Tensor) -> tf.Tensor:
-        """inputs [S] int32 (EOS included) -> [S] int32 target-vocabulary ids: each
-        position's label, e.g. the answer for the input up to that position
-        (`has_input_labels` problems only)."""
+        """inputs [..., S] int32 (EOS included, padding 0 after it) -> [..., S]
+        int32 target-vocabulary ids: each position's label, e.g. the answer for
+        the input up to that position; whatever at padding, which callers mask
+        (`has_input_labels` problems only). Batched, so the input pipeline
+        runs it once per batch."""
         raise NotImplementedError(f"{self.name} has no input labels")
 
     # Text.
@@ -206,11 +208,6 @@ class Problem(abc.ABC):
         examples = records.map(
             lambda record: tfrecord.parse(record, vocab_size), num_parallel_calls=tf.data.AUTOTUNE
         )
-        if input_labels:
-            examples = examples.map(
-                lambda ex: {**ex, "input_labels": self.input_labels(ex["inputs"])},
-                num_parallel_calls=tf.data.AUTOTUNE,
-            )
         limit = self.max_length(split)
         if training and max_length is not None:
             examples = examples.filter(lambda ex: batching.example_length(ex) <= max_length)
@@ -220,4 +217,12 @@ class Problem(abc.ABC):
         if training:
             examples = examples.repeat()
         batches = batching.bucket_by_tokens(examples, batch_size, limit, drop_remainder=training)
+        if input_labels:  # per batch, after the filters: only kept examples are labelled
+            batches = batches.map(self.with_input_labels, num_parallel_calls=tf.data.AUTOTUNE)
         return batches.prefetch(tf.data.AUTOTUNE)
+
+    def with_input_labels(self, batch: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        """A batch with "input_labels" [B, S] added: `input_labels`, 0 at padding."""
+        inputs = batch["inputs"]  # [B, S]
+        labels = self.input_labels(inputs) * tf.cast(inputs > 0, tf.int32)  # [B, S]
+        return {**batch, "input_labels": labels}
