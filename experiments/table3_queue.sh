@@ -1,0 +1,36 @@
+#!/bin/bash
+# docs/translation.md: Table 3's runs as one job queue that two lanes share.
+#   table3_queue.sh <core>      (start one per core; started again, it resumes)
+# A lane takes the first job that is neither done ($EXP/q3/<job>.done) nor held
+# by a live lane (flock on $EXP/q3/<job>.lock); a job whose lane died resumes
+# from its checkpoint. Each job is one row and seed of the table, the command
+# of the notebook's round 4 into $EXP/table3/seed<k>, the layout the table's
+# one command (`t2t-compare --models=table3 --seeds=1,2,3`) reads.
+set -uo pipefail
+here=$(dirname "$0")
+. "$here/env.sh"
+core=${1:-}
+rows=(${ROWS:-t3_smoothing0 t3_learned t3_separate t3_base t3_heads1 t3_heads16 t3_keys16
+    t3_layers1 t3_layers4 t3_width64 t3_width256 t3_dropout0})
+seeds=(${SEEDS:-1 2 3})
+mkdir -p "$EXP/q3"
+for seed in "${seeds[@]}"; do
+    for row in "${rows[@]}"; do
+        job=$row:$seed
+        [ -e "$EXP/q3/$job.done" ] && continue
+        exec 9>"$EXP/q3/$job.lock"
+        flock -n 9 || continue  # another lane holds it
+        [ -e "$EXP/q3/$job.done" ] && continue
+        echo "$(date +%H:%M) lane ${core:-any}: $job"
+        if pin "$core" "$BIN/t2t-compare" --problems=translate_gettext --models="$row" \
+            --random_seed="$seed" --train_steps=3000 --save_checkpoints_steps=100 \
+            --local_eval_frequency=500 --data_dir="$EXP/data" \
+            --output_dir="$EXP/table3/seed$seed"; then
+            touch "$EXP/q3/$job.done"
+        else
+            echo "$(date +%H:%M) lane ${core:-any}: $job stopped (status $?)"
+            exit 1
+        fi
+        exec 9>&-
+    done
+done
