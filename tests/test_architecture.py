@@ -1,7 +1,7 @@
 """Imports run from higher levels to lower ones only (docs/architecture.md).
 
 Every Python file of the package (t2t_lite/, and problems/, installed as
-t2t_lite.problems), of bench/ and of bin/ is read; `import`, `from ... import`
+t2t_lite.problems), of bench/, of experiments/ and of bin/ is read; `import`, `from ... import`
 and `importlib.import_module("...")` with a literal name all count.
 """
 
@@ -42,7 +42,8 @@ def package_files() -> dict[str, pathlib.Path]:
 
 
 def program_files() -> list[pathlib.Path]:
-    return sorted((REPO / "bench").glob("*.py")) + sorted((REPO / "bin").glob("t2t-*"))
+    scripts = sorted((REPO / "bench").glob("*.py")) + sorted((REPO / "experiments").glob("*.py"))
+    return scripts + sorted((REPO / "bin").glob("t2t-*"))
 
 
 def level_of(module: str) -> int:
