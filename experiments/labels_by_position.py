@@ -6,7 +6,8 @@ Reads the split's examples (default valid_long),
 runs the encoder as evaluation does, and prints, for bands of input position, the
 share of positions whose argmax through the softmax is the problem's label, and,
 for bands of input length, the same at the last input position (EOS, whose label
-is the answer). Prints one JSON line per band.
+is the answer). Positions and lengths count every input position, a marker
+and the EOS included. Prints one JSON line per band.
 """
 
 import json
