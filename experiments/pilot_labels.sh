@@ -1,6 +1,6 @@
 #!/bin/bash
 # docs/length_depth.md round 14: a pilot with labels on every input position.
-#   pilot_labels.sh <ut|tf> <problem> <name> [core]
+#   pilot_labels.sh <ut|tf> <problem> <name> [core] [more hparams, k=v,...]
 # ut: the length-scaled UT of pilot S3 (n + 1 steps, +-1 in training, the input
 #     every step, a causal encoder, no step signal); tf: the Transformer control
 #     (transformer_algorithmic_tiny, 2 + 2, d = 128). Both: shared random
@@ -15,6 +15,7 @@ family=$1
 problem=$2
 name=$3
 core=${4:-}
+more=${5:-}
 common=position_start_index=random,position_start_max=400,causal_encoder=True
 common=$common,curriculum_start_length=3,curriculum_steps_per_length=500,input_label_loss_weight=1.0
 case $family in
@@ -34,6 +35,7 @@ case $family in
 esac
 "$here/datagen_once.sh" "$problem" "$EXP/algo"
 mkdir -p "$EXP/length"
+[ -n "$more" ] && hp=$hp,$more
 pin "$core" "$BIN/t2t-train" --problem="$problem" "${model[@]}" --hparams="$hp" \
     --random_seed=1 --train_steps=12000 --local_eval_frequency=1000 \
     --save_checkpoints_steps=250 --eval_splits=dev,valid_long --eval_steps=-1 \
