@@ -10,22 +10,19 @@ is the answer). Positions and lengths count every input position, a marker
 and the EOS included. Prints one JSON line per band.
 """
 
+import itertools
 import json
 import sys
 
+import numpy as np
 import tensorflow as tf
 
 from t2t_lite import run_dir
 from t2t_lite.models import input_labels
 
-BANDS = [(1, 10), (11, 20), (21, 40), (41, 100), (101, 200), (201, 10_000)]
-
-
-def band_of(value: int) -> str:
-    for low, high in BANDS:
-        if low <= value <= high:
-            return f"{low}-{high}"
-    return "0"
+# Band i holds values in (EDGES[i], EDGES[i + 1]]: 1-10, 11-20, 21-40, ...
+EDGES = np.array([0, 10, 20, 40, 100, 200, 10_000])
+BANDS = [f"{low + 1}-{high}" for low, high in itertools.pairwise(EDGES)]
 
 
 def main(argv: list[str]) -> None:
@@ -34,39 +31,33 @@ def main(argv: list[str]) -> None:
     split = argv[3] if len(argv) > 3 else "valid_long"
     problem, model, path = run_dir.open_run(output_dir)
     data = problem.dataset(data_dir, split, batch_size=8192, input_labels=True)
-    by_position: dict[str, list[int]] = {}
-    by_length: dict[str, list[int]] = {}
+    tallies = {kind: np.zeros((2, len(BANDS)), np.int64) for kind in ("position", "length, at EOS")}
     for features in data:
         encoder_start, _ = model.position_starts(features, False)
         encoded, _ = model.encode(features["inputs"], False, encoder_start)
         logits = model.softmax.logits(encoded)  # [B, S, V]
         labels = features[input_labels.LABELS].numpy()  # [B, S]
         right = tf.argmax(logits, -1, output_type=tf.int32).numpy() == labels  # [B, S]
-        for row, row_right in zip(labels, right, strict=True):
-            length = int((row > 0).sum())
-            for position in range(length):
-                tally = by_position.setdefault(band_of(position + 1), [0, 0])
-                tally[0] += int(row_right[position])
-                tally[1] += 1
-            tally = by_length.setdefault(band_of(length), [0, 0])
-            tally[0] += int(row_right[length - 1])
-            tally[1] += 1
-    for kind, table in (("position", by_position), ("length, at EOS", by_length)):
-        for band, (right_count, total) in sorted(
-            table.items(), key=lambda kv: int(kv[0].split("-")[0])
+        present = labels > 0  # [B, S]
+        positions = np.broadcast_to(np.arange(1, labels.shape[1] + 1), labels.shape)  # [B, S]
+        lengths = present.sum(1)  # [B]
+        at_eos = right[np.arange(len(lengths)), lengths - 1]  # [B]
+        for kind, values, hits in (
+            ("position", positions[present], right[present]),
+            ("length, at EOS", lengths, at_eos),
         ):
-            print(
-                json.dumps(
-                    {
-                        "checkpoint": path,
-                        "split": split,
-                        "by": kind,
-                        "band": band,
-                        "accuracy": round(right_count / total, 3),
-                        "count": total,
-                    }
+            band = np.searchsorted(EDGES, values) - 1  # value in (EDGES[b], EDGES[b + 1]]
+            tallies[kind][0] += np.bincount(band, minlength=len(BANDS), weights=hits).astype(int)
+            tallies[kind][1] += np.bincount(band, minlength=len(BANDS))
+    for kind, (hits, counts) in tallies.items():
+        for band, right_count, total in zip(BANDS, hits, counts, strict=True):
+            if total:
+                row = {"checkpoint": path, "split": split, "by": kind, "band": band}
+                print(
+                    json.dumps(
+                        {**row, "accuracy": round(right_count / total, 3), "count": int(total)}
+                    )
                 )
-            )
 
 
 if __name__ == "__main__":
