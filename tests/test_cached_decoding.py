@@ -87,6 +87,14 @@ MODELS = {
         adaptive=True, act_halting_bias_init=-2.0, rec_state_norm=True
     ),
     "transformer_no_positions": lambda: transformer_model(position_embedding="none"),
+    # Relative positions: a decoding step's query sits at its index among the keys.
+    "transformer_relative": lambda: transformer_model(max_relative_position=2),
+    "ut_relative_no_positions": lambda: ut_model(
+        max_relative_position=2, position_embedding="none"
+    ),
+    "adaptive_ut_relative": lambda: ut_model(
+        adaptive=True, act_halting_bias_init=-2.0, max_relative_position=2
+    ),
     # Scalable softmax: each query's scale counts the keys it sees, cached or not.
     "transformer_length_scale": lambda: transformer_model(attention_length_scale=3),
     "ut_length_scale": lambda: ut_model(attention_length_scale=3),

@@ -209,6 +209,7 @@ def test_a_ctranslate2_export_is_written_through_gfile(copy_run):
         ({"attention_key_channels": 8}, "attention_key_channels"),
         ({"causal_encoder": True}, "causal_encoder=True"),
         ({"attention_length_scale": 40}, "attention_length_scale=40"),
+        ({"max_relative_position": 4}, "max_relative_position=4"),
     ],
 )
 def test_positions_ctranslate2_cannot_express_are_refused(overrides, named):

@@ -62,6 +62,7 @@ def test_hparams_are_frozen():
         ("attention_dropout=1.5", "attention_dropout"),
         ("batch_size=10", "batch_size, max_length"),
         ("attention_length_scale=1", "attention_length_scale"),  # log 1 = 0
+        ("max_relative_position=-1", "max_relative_position"),
         ("curriculum_start_length=3", "curriculum_start_length, curriculum_steps_per_length"),
     ],
 )

@@ -390,3 +390,19 @@ def test_spread_positions_change_evaluation_only():
         tiny_model(position_eval="spread")
     with pytest.raises(ValueError, match="needs a token source"):
         transformer.Transformer(models[1].hparams, 20, input_encoding="none")
+
+
+def test_relative_positions_are_self_attentions_own():
+    """max_relative_position=2 adds a key table and a value table of 5 rows
+    (distances -2..2) of one head's depth to every self-attention and none to
+    the encoder-decoder attention; the parameter count grows by exactly those."""
+    plain, relative = tiny_model(), tiny_model(max_relative_position=2)
+    for model in (plain, relative):
+        model(model.dummy_features())
+    tables = [w for w in relative.weights if "relative_" in w.path]
+    hp = relative.hparams
+    assert len(tables) == 2 * (hp.encoder_layers + hp.decoder_layers)
+    assert all("self_attention" in w.path for w in tables)
+    depth = hp.hidden_size // hp.num_heads
+    assert all(tuple(w.shape) == (5, depth) for w in tables)
+    assert relative.count_params() - plain.count_params() == len(tables) * 5 * depth

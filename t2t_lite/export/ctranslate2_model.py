@@ -132,6 +132,10 @@ def _inexpressible(hp) -> list[tuple[bool, str]]:
             f"the run's queries and keys are {keys} (attention_key_channels)",
         ),
         (hp.attention_length_scale != 0, f"the run scales attention by the keys seen ({scale})"),
+        (
+            hp.max_relative_position != 0,
+            f"the run's self-attention has relative positions (max_relative_position={hp.max_relative_position})",
+        ),
     ]  # fmt: skip
 
 

@@ -46,6 +46,12 @@ class MultiHeadAttention(keras.layers.Layer):
     keys of key_channels / num_heads (`key_depth`) while its values keep
     hidden_size / num_heads (`depth`): the paper's Table 3 (B) varies d_k alone.
 
+    max_relative_position: k > 0 adds relative positions (Shaw et al. 2018,
+    tensor2tensor's dot_product_relative): one learned vector per distance
+    j - i clipped to [-k, k], shared by the heads, added to every key j that
+    query i compares (logits) and to every value it reads (outputs); 0: off.
+    For self-attention, where query and key positions are one sequence's.
+
     length_scale: L > 1 turns on the scalable softmax (Nakanishi 2025): each
     head's logits times s_h * log(n), n the keys its query sees under the bias
     and s_h a learned scalar initialised to 1 / log(L); 0: off. With
@@ -61,6 +67,7 @@ class MultiHeadAttention(keras.layers.Layer):
         key_channels: int = 0,
         length_scale: int = 0,
         length_scale_learned: bool = True,
+        max_relative_position: int = 0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -79,6 +86,17 @@ class MultiHeadAttention(keras.layers.Layer):
         self.dropout = keras.layers.Dropout(dropout)
         # Set by `recording` for the length of its block: called with (name, weights).
         self.recorder = None
+        self.max_relative_position = max_relative_position
+        if max_relative_position:
+            distances = 2 * max_relative_position + 1
+            self.relative_keys = self.add_weight(
+                name="relative_keys",
+                shape=(distances, self.key_depth),
+                initializer="glorot_uniform",
+            )
+            self.relative_values = self.add_weight(
+                name="relative_values", shape=(distances, self.depth), initializer="glorot_uniform"
+            )
         self.length_scale = None  # the learned s_h, [H]
         self.fixed_length = 0 if length_scale_learned else length_scale
         if length_scale and length_scale_learned:
@@ -130,12 +148,20 @@ class MultiHeadAttention(keras.layers.Layer):
         values: tf.Tensor,
         bias: tf.Tensor,
         training: bool = False,
+        query_start: tf.Tensor | int = 0,
     ) -> tf.Tensor:
-        """query [B, T, C] over projected keys/values [B, H, S, D] -> [B, T, C]."""
+        """query [B, T, C] over projected keys/values [B, H, S, D] -> [B, T, C].
+        query_start: the first query's position among the keys' (relative
+        positions only: a decoding step's index)."""
         q = self.split_heads(self.query(query), self.key_depth) * (
             self.key_depth**-0.5
         )  # [B, H, T, Dk]
         logits = tf.einsum("bhtd,bhsd->bhts", q, keys)  # [B, H, T, S]
+        distances = None
+        if self.max_relative_position:
+            distances = self.distances(query_start, tf.shape(q)[2], tf.shape(keys)[2], q.dtype)
+            by_distance = tf.einsum("bhtd,rd->bhtr", q, tf.cast(self.relative_keys, q.dtype))
+            logits += tf.einsum("bhtr,tsr->bhts", by_distance, distances)  # [B, H, T, S]
         # Softmax in float32: the bias and the normalisation stay exact under
         # mixed precision.
         weights = self.softmax(logits, bias)
@@ -143,7 +169,19 @@ class MultiHeadAttention(keras.layers.Layer):
             self.recorder((self.name, weights))
         weights = self.dropout(tf.cast(weights, values.dtype), training=training)
         context = tf.einsum("bhts,bhsd->bhtd", weights, values)  # [B, H, T, D]
+        if distances is not None:
+            per_distance = tf.einsum("bhts,tsr->bhtr", weights, distances)  # [B, H, T, 2k+1]
+            relative_values = tf.cast(self.relative_values, values.dtype)
+            context += tf.einsum("bhtr,rd->bhtd", per_distance, relative_values)
         return self.output_projection(self.merge_heads(context))
+
+    def distances(self, query_start, queries, keys, dtype) -> tf.Tensor:
+        """One-hot clipped distances [T, S, 2k+1]: row k + clip(j - i, -k, k) for
+        query i = query_start + t and key j = s."""
+        k = self.max_relative_position
+        query_positions = tf.cast(query_start, tf.int32) + tf.range(queries)
+        offsets = tf.range(keys)[tf.newaxis, :] - query_positions[:, tf.newaxis]  # [T, S]
+        return tf.one_hot(tf.clip_by_value(offsets, -k, k) + k, 2 * k + 1, dtype=dtype)
 
     def attend_grouped(
         self, query: tf.Tensor, keys: tf.Tensor, values: tf.Tensor, bias: tf.Tensor
@@ -152,7 +190,12 @@ class MultiHeadAttention(keras.layers.Layer):
         shared by consecutive groups of N / B rows (a beam search's hypotheses
         of one input): each group's queries attend together, so the memory is
         read once per input, not once per hypothesis. bias [B, 1, 1, S].
-        -> [N, 1, C]. (Inference only: no dropout, nothing recorded.)"""
+        -> [N, 1, C]. (Inference only: no dropout, nothing recorded; a memory
+        has no relative positions.)"""
+        if self.max_relative_position:
+            raise ValueError(
+                "attend_grouped reads a memory: relative positions are self-attention's"
+            )
         shape = tf.shape(query)
         rows, group = tf.shape(keys)[0], shape[0] // tf.shape(keys)[0]
         q = self.query(query) * (self.key_depth**-0.5)  # [N, 1, H * Dk]

@@ -61,8 +61,11 @@ class BlockConfig:
     attention_key_channels: int = 0  # queries' and keys' width (0: hidden_size)
     attention_length_scale: int = 0  # scalable softmax's reference length (0: off)
     attention_length_scale_learned: bool = True  # False: max(1, log n / log L), fixed
+    max_relative_position: int = 0  # self-attention's relative positions, clipped at k (0: off)
 
-    def attention(self, name: str) -> attention.MultiHeadAttention:
+    def attention(self, name: str, relative: bool = False) -> attention.MultiHeadAttention:
+        """An attention layer; `relative`: a self-attention, which takes the
+        relative positions where they are on."""
         return attention.MultiHeadAttention(
             self.hidden_size,
             self.num_heads,
@@ -70,6 +73,7 @@ class BlockConfig:
             self.attention_key_channels,
             self.attention_length_scale,
             self.attention_length_scale_learned,
+            self.max_relative_position if relative else 0,
             name=name,
         )
 
@@ -87,7 +91,7 @@ class EncoderBlock(keras.layers.Layer):
 
     def __init__(self, config: BlockConfig, **kwargs):
         super().__init__(**kwargs)
-        self.self_attention = config.attention("self_attention")
+        self.self_attention = config.attention("self_attention", relative=True)
         self.self_attention_residual = config.residual("self_attention_residual")
         self.ffn = config.transition_layer(causal=False)
         self.ffn_residual = config.residual("ffn_residual")
@@ -115,7 +119,7 @@ class DecoderBlock(keras.layers.Layer):
 
     def __init__(self, config: BlockConfig, cross_attention: bool = True, **kwargs):
         super().__init__(**kwargs)
-        self.self_attention = config.attention("self_attention")
+        self.self_attention = config.attention("self_attention", relative=True)
         self.self_attention_residual = config.residual("self_attention_residual")
         self.has_cross_attention = cross_attention
         if cross_attention:
@@ -182,7 +186,7 @@ class DecoderBlock(keras.layers.Layer):
             k, v = self.self_attention.project_memory(y)  # [B, H, 1, D] each
             kv = new["self_attention"] = attention.write_kv(cache["self_attention"], k, v, index)
             bias = attention.step_bias(index, tf.shape(kv.keys)[2])
-            return self.self_attention.attend(y, kv.keys, kv.values, bias)
+            return self.self_attention.attend(y, kv.keys, kv.values, bias, query_start=index)
 
         def ffn(y):
             out, new["ffn"] = self.ffn.step(y, cache["ffn"])

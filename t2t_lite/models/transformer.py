@@ -134,6 +134,7 @@ class Transformer(keras.Model):
             attention_key_channels=hp.attention_key_channels,
             attention_length_scale=hp.attention_length_scale,
             attention_length_scale_learned=hp.attention_length_scale_learned,
+            max_relative_position=hp.max_relative_position,
         )
 
     @property

@@ -110,6 +110,11 @@ class TransformerHParams:
     # attention is the plain softmax up to L keys and sharpens past them, so a
     # run trains exactly as without it and only longer inputs see a change.
     attention_length_scale_learned: bool = True
+    # Relative positions in self-attention (Shaw et al. 2018; tensor2tensor's
+    # transformer_relative): k > 0 learns one key and one value vector per
+    # distance in [-k, k] (farther ones clipped to +-k), so attention can pick
+    # "the previous position" the same way at every position and length; 0: off.
+    max_relative_position: int = 0
     # "sinusoid" (the paper's timing signal) or "learned": a trained table of
     # max_length position vectors (Table 3 (E); later positions read its last row);
     # "none": no position signal (order only through the decoder's causal mask).
@@ -154,6 +159,12 @@ class TransformerHParams:
             "attention_length_scale",
             f"must be 0 (off) or a length L in 2..1,000,000 (the scale is 1 at L keys), "
             f"got {self.attention_length_scale}",
+        )
+        require(
+            0 <= self.max_relative_position <= LIMITS["max_length"],
+            "max_relative_position",
+            f"must be 0 (off) or a distance up to {LIMITS['max_length']:,}, "
+            f"got {self.max_relative_position}",
         )
         require(
             self.position_embedding in POSITION_EMBEDDINGS,
