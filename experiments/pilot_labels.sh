@@ -1,13 +1,15 @@
 #!/bin/bash
 # docs/length_depth.md round 14: a pilot with labels on every input position.
-#   pilot_labels.sh <ut|tf> <problem> <name> [core] [more hparams, k=v,...]
+#   pilot_labels.sh <ut|tf|ut_rel|tf_rel> <problem> <name> [core] [more hparams, k=v,...]
 # ut: the length-scaled UT of pilot S3 (n + 1 steps, +-1 in training, the input
 #     every step, a causal encoder, no step signal); tf: the Transformer control
-#     (transformer_algorithmic_tiny, 2 + 2, d = 128). Both: shared random
-#     position offsets below 400, a length curriculum from 3 positions (one more
-#     every 500 steps), input_label_loss_weight=1.0, 12,000 steps, dev and
-#     valid_long evaluated every 1,000. Output: $EXP/length/<name>. Idempotent:
-#     the same command resumes a stopped run.
+#     (transformer_algorithmic_tiny, 2 + 2, d = 128). Both: a causal encoder,
+#     shared random position offsets below 400, a length curriculum from 3
+#     positions (one more every 500 steps), input_label_loss_weight=1.0, 12,000
+#     steps, dev and valid_long evaluated every 1,000. ut_rel, tf_rel (round 16):
+#     the same with relative positions (max_relative_position=2) in place of
+#     the sinusoids. Output: $EXP/length/<name>. Idempotent: the same command
+#     resumes a stopped run.
 set -euo pipefail
 here=$(dirname "$0")
 . "$here/env.sh"
@@ -16,20 +18,24 @@ problem=$2
 name=$3
 core=${4:-}
 more=${5:-}
-common=position_start_index=random,position_start_max=400,causal_encoder=True
+positions=position_start_index=random,position_start_max=400
+case $family in
+    *_rel) positions=position_embedding=none,max_relative_position=2 ;;
+esac
+common=$positions,causal_encoder=True
 common=$common,curriculum_start_length=3,curriculum_steps_per_length=500,input_label_loss_weight=1.0
 case $family in
-    ut)
+    ut | ut_rel)
         model=(--model=universal_transformer --hparams_set=universal_transformer_algorithmic_tiny)
         hp=rec_steps_per_symbol=1.0,rec_steps_offset=1,rec_steps_random=1,rec_input_every_step=True
         hp=$hp,rec_decoder_steps=4,num_rec_steps=208,step_timing_signal_type=none,$common
         ;;
-    tf)
+    tf | tf_rel)
         model=(--model=transformer --hparams_set=transformer_algorithmic_tiny)
         hp=$common
         ;;
     *)
-        echo "pilot_labels.sh: family must be ut or tf, got '$family'" >&2
+        echo "pilot_labels.sh: family must be ut, tf, ut_rel or tf_rel, got '$family'" >&2
         exit 1
         ;;
 esac
