@@ -1,6 +1,7 @@
 #!/bin/bash
 # docs/length_depth.md round 14: a pilot with labels on every input position.
 #   pilot_labels.sh <ut|tf|ut_rel|tf_rel> <problem> <name> [core] [more hparams, k=v,...]
+# (more: keys added, or given a value in place of the family's)
 # ut: the length-scaled UT of pilot S3 (n + 1 steps, +-1 in training, the input
 #     every step, a causal encoder, no step signal); tf: the Transformer control
 #     (transformer_algorithmic_tiny, 2 + 2, d = 128). Both: a causal encoder,
@@ -41,6 +42,10 @@ case $family in
 esac
 "$here/datagen_once.sh" "$problem" "$EXP/algo"
 mkdir -p "$EXP/length"
+# `more` adds keys or replaces the family's value of a key it names.
+for pair in ${more//,/ }; do
+    hp=$(printf ',%s,' "$hp" | sed "s/,${pair%%=*}=[^,]*,/,/; s/^,//; s/,$//")
+done
 [ -n "$more" ] && hp=$hp,$more
 pin "$core" "$BIN/t2t-train" --problem="$problem" "${model[@]}" --hparams="$hp" \
     --random_seed=1 --train_steps=12000 --local_eval_frequency=1000 \
