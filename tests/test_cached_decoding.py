@@ -76,6 +76,13 @@ MODELS = {
     "ut_length_depth_state_norm": lambda: ut_model(
         rec_steps_per_symbol=1.0, num_rec_steps=6, rec_input_every_step=True, rec_state_norm=True
     ),
+    "ut_steps_by_position": lambda: ut_model(
+        rec_steps_per_symbol=1.0,
+        num_rec_steps=6,
+        rec_decoder_steps=2,
+        rec_steps_by_position=True,
+        causal_encoder=True,
+    ),
     "ut_length_depth_causal_encoder": lambda: ut_model(
         rec_steps_per_symbol=1.0, num_rec_steps=6, causal_encoder=True, position_embedding="none"
     ),

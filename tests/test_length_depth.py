@@ -186,3 +186,49 @@ def test_options_are_refused_where_they_mean_nothing():
     scaled = dataclasses.replace(base, rec_steps_per_symbol=0.5)
     with pytest.raises(ValueError, match="decoder-only problem"):
         universal_transformer.UniversalTransformer(scaled, 11, input_encoding="none")
+
+
+def test_position_steps_by_hand():
+    """Position i takes the steps of a source of i + 1 positions, at most its
+    row's: a = 0.5, b = 1 gives ceil((i + 1) / 2) + 1 = 2, 2, 3, 3, 4."""
+    depth = universal.LengthDepth(per_symbol=0.5, offset=1, random=1, cap=12)
+    lengths = tf.constant([3, 5])  # rows' steps 3 and 4
+    steps = depth.position_steps(lengths, tf.constant(5)).numpy().tolist()
+    assert steps == [[2, 2, 3, 3, 3], [2, 2, 3, 3, 4]]
+    moved = depth.position_steps(lengths, tf.constant(5), tf.constant([1, -1])).numpy().tolist()
+    assert moved == [[3, 3, 4, 4, 4], [1, 1, 2, 2, 3]]
+
+
+def test_by_position_a_causal_encoders_prefix_reads_as_the_prefix_alone():
+    """rec_steps_by_position with a causal encoder: the first 3 positions of a
+    6-position source encode as the 3-position source alone does (the same
+    keys, and the same steps: 2, 3, 4); with one count per row (7 steps for
+    all) the longer source's extra steps change them."""
+    options = {
+        "causal_encoder": True,
+        "rec_steps_per_symbol": 1.0,
+        "rec_steps_offset": 1,
+        "rec_decoder_steps": 2,
+        "num_rec_steps": 8,
+        "rec_input_every_step": True,
+    }
+    by_position = ut_model(rec_steps_by_position=True, **options)
+    per_row = ut_model(**options)
+    per_row.set_weights(by_position.get_weights())
+    source = tf.constant([[3, 7, 8, 9, 4, 1]])
+    for model, same in ((by_position, True), (per_row, False)):
+        full, _ = model.encode(source)
+        prefix, _ = model.encode(source[:, :3])
+        close = np.allclose(full[:, :3].numpy(), prefix.numpy(), atol=1e-5)
+        assert close == same
+
+
+def test_by_position_needs_scaled_fixed_steps_and_a_fixed_decoder():
+    base = registry.HPARAMS.get("universal_transformer_test")()
+    scaled = dataclasses.replace(base, rec_steps_per_symbol=1.0, num_rec_steps=8)
+    # No length-scaled depth; a decoder that grows too.
+    for refused in (base, scaled):
+        with pytest.raises(ValueError, match=r"\(rec_steps_by_position\)"):
+            dataclasses.replace(refused, rec_steps_by_position=True)
+    fixed = dataclasses.replace(scaled, rec_decoder_steps=2, rec_steps_by_position=True)
+    assert fixed.rec_steps_by_position

@@ -65,7 +65,7 @@ class LengthDepth:
     cap: int
 
     def steps(self, lengths: tf.Tensor, jitter: tf.Tensor | None = None) -> tf.Tensor:
-        """lengths [B] (int) -> each row's steps [B] int32.
+        """lengths [B] (int; any shape, jitter broadcast to it) -> steps of that shape, int32.
 
         The product is taken in float64 less 1e-9, so that a * n that is a
         whole number in decimal (0.1 * 30) does not round up past it.
@@ -75,6 +75,16 @@ class LengthDepth:
         if jitter is not None:
             steps += jitter
         return tf.clip_by_value(steps, 1, self.cap)
+
+    def position_steps(
+        self, lengths: tf.Tensor, width: tf.Tensor, jitter: tf.Tensor | None = None
+    ) -> tf.Tensor:
+        """Each position's steps [B, S]: position i of a row takes the steps of a
+        source of i + 1 positions (its row's at most), for lengths [B] and S = width."""
+        prefixes = tf.range(1, width + 1)[tf.newaxis, :]  # [1, S]
+        moves = None if jitter is None else jitter[:, tf.newaxis]  # [B, 1]
+        rows = self.steps(lengths, jitter)[:, tf.newaxis]  # [B, 1]
+        return tf.minimum(self.steps(prefixes, moves), rows)  # [B, S]
 
     def jitter(self, batch_size: tf.Tensor, seed) -> tf.Tensor | None:
         """Training's per-row moves [B] int32 in [-random, random]; None when random is 0."""
@@ -186,11 +196,17 @@ class UniversalStack(keras.layers.Layer):
     def _masked_steps(
         self, x: tf.Tensor, step_fn: Callable[[tf.Tensor, tf.Tensor], tf.Tensor], steps: tf.Tensor
     ) -> tf.Tensor:
-        """max(steps) applications of step_fn; row b [B, L, C] takes the first steps[b]."""
+        """max(steps) applications of step_fn; row b [B, L, C] takes the first
+        steps[b] (steps [B]), or position s of row b the first steps[b, s] (steps
+        [B, S], `LengthDepth.position_steps`)."""
 
         def body(step, state):
             step += 1
-            running = tf.reshape(step <= steps, [-1, 1, 1])  # [B, 1, 1]
+            running = step <= steps
+            if steps.shape.rank == 2:
+                running = running[..., tf.newaxis]  # [B, S, 1]
+            else:
+                running = tf.reshape(running, [-1, 1, 1])  # [B, 1, 1]
             return step, tf.where(running, step_fn(state, step), state)
 
         _, x = tf.while_loop(
@@ -232,7 +248,8 @@ class UniversalStack(keras.layers.Layer):
 
         position_start: the first position's index, one for every step (a
         scalar) or one per step (a vector [max_steps]). row_steps: each row's
-        steps [B] under `depth` (under ACT, its most steps); None: num_steps.
+        steps [B] under `depth` (under ACT, its most steps), or each position's
+        [B, S] (fixed steps only); None: num_steps.
 
         Returns the output [B, L, C] and, under ACT, the ponder statistics.
         """

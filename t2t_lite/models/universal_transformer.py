@@ -124,13 +124,16 @@ class UniversalTransformer(transformer.Transformer):
         x = self.input_dropout(x, training=training)
         lengths = tf.reduce_sum(tf.cast(nonpadding, tf.int32), 1)  # [B]
         self_bias = self.encoder_self_bias(bias)
+        steps = self.encoder.row_steps(lengths, jitter)
+        if self.hparams.rec_steps_by_position:
+            steps = self.length_depth.position_steps(lengths, tf.shape(x)[1], jitter)  # [B, S]
         encoded, stats = self.encoder.apply(
             x,
             lambda h: self.encoder.block(h, self_bias, mask, training=training),
             position_start,
             nonpadding,
             training=training,
-            row_steps=self.encoder.row_steps(lengths, jitter),
+            row_steps=steps,
         )
         return encoded, bias, stats
 

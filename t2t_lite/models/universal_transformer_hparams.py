@@ -49,6 +49,12 @@ class UniversalTransformerHParams(transformer_hparams.TransformerHParams):
     # With rec_steps_per_symbol > 0: 0, the decoder's steps grow too; k > 0, the
     # decoder runs k steps (under ACT: at most k) whatever the input's length.
     rec_decoder_steps: int = 0
+    # With rec_steps_per_symbol > 0 and a fixed decoder (rec_decoder_steps > 0),
+    # fixed steps only: encoder position i (0-based) takes the steps a source of
+    # i + 1 positions gets, ceil(a (i + 1)) + b (moved by its row's draw), and
+    # keeps its state after them; with a causal encoder each position's output
+    # is then the one its prefix alone gives, whatever follows it.
+    rec_steps_by_position: bool = False
     # Re-add the stack's input (the embedded tokens) before every step, as
     # looped transformers inject their input at every loop.
     rec_input_every_step: bool = False
@@ -96,6 +102,13 @@ class UniversalTransformerHParams(transformer_hparams.TransformerHParams):
             0 <= self.rec_decoder_steps <= self.max_steps,
             "rec_decoder_steps",
             f"must be in [0, {self.max_steps}] (the step cap)",
+        )
+        require(
+            not self.rec_steps_by_position
+            or (self.length_depth and self.rec_decoder_steps > 0 and not self.adaptive),
+            "rec_steps_by_position",
+            "needs rec_steps_per_symbol > 0 and a fixed decoder (rec_decoder_steps > 0), "
+            "and fixed steps (recurrence_type=basic)",
         )
         require(
             not (self.rec_state_norm and self.norm_position == "post"),
