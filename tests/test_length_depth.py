@@ -232,3 +232,40 @@ def test_by_position_needs_scaled_fixed_steps_and_a_fixed_decoder():
             dataclasses.replace(refused, rec_steps_by_position=True)
     fixed = dataclasses.replace(scaled, rec_decoder_steps=2, rec_steps_by_position=True)
     assert fixed.rec_steps_by_position
+
+
+@pytest.mark.parametrize("window", [0, 2])
+def test_each_position_takes_its_own_steps_or_their_last_window(window):
+    """With block(h) = h and the input re-added, H = (1 + k) x_0 at a position
+    that ran k steps: its own count under per-position steps [B, S], at most
+    the window's (and the later ones: a window holds the input before it)."""
+    depth = universal.LengthDepth(per_symbol=1.0, offset=0, random=0, cap=5, window=window)
+    stack = identity_stack(depth=depth, use_positions=False, input_every_step=True)
+    stack.step_signal = universal.StepSignal("none", 5, 8)
+    x = tf.random.stateless_normal([2, 3, 8], seed=[6, 7])
+    steps = tf.constant([[1, 2, 3], [3, 4, 5]])
+    out, _ = stack.apply(x, lambda h: h, 0, tf.ones([2, 3]), row_steps=steps)
+    ran = np.minimum(steps.numpy(), window) if window else steps.numpy()  # [B, S]
+    np.testing.assert_allclose(out.numpy(), x.numpy() * (1 + ran[..., None]), atol=1e-5)
+
+
+def test_a_window_makes_a_causal_encoder_a_wavefront():
+    """rec_steps_window=1 with per-position steps: each position runs once, at
+    its own last step (here step i + 2), one step after its left neighbour,
+    and a prefix still encodes as the prefix alone."""
+    model = ut_model(
+        causal_encoder=True,
+        rec_steps_per_symbol=1.0,
+        rec_steps_offset=1,
+        rec_decoder_steps=2,
+        num_rec_steps=8,
+        rec_input_every_step=True,
+        rec_steps_by_position=True,
+        rec_steps_window=1,
+    )
+    source = tf.constant([[3, 7, 8, 9, 4, 1]])
+    full, _ = model.encode(source)
+    prefix, _ = model.encode(source[:, :3])
+    np.testing.assert_allclose(full[:, :3].numpy(), prefix.numpy(), atol=1e-5)
+    with pytest.raises(ValueError, match=r"\(rec_steps_window\)"):
+        dataclasses.replace(model.hparams, rec_steps_by_position=False)

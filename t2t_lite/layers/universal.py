@@ -63,6 +63,9 @@ class LengthDepth:
     offset: int
     random: int
     cap: int
+    # With position_steps: position i runs only the last `window` of its steps,
+    # its state its input until then (0: all of them).
+    window: int = 0
 
     def steps(self, lengths: tf.Tensor, jitter: tf.Tensor | None = None) -> tf.Tensor:
         """lengths [B] (int; any shape, jitter broadcast to it) -> steps of that shape, int32.
@@ -204,6 +207,8 @@ class UniversalStack(keras.layers.Layer):
             step += 1
             running = step <= steps
             if steps.shape.rank == 2:
+                if self.depth is not None and self.depth.window:
+                    running &= step > steps - self.depth.window
                 running = running[..., tf.newaxis]  # [B, S, 1]
             else:
                 running = tf.reshape(running, [-1, 1, 1])  # [B, 1, 1]

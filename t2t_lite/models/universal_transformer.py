@@ -51,7 +51,11 @@ class UniversalTransformer(transformer.Transformer):
         depth = None
         if hp.length_depth:
             depth = universal.LengthDepth(
-                hp.rec_steps_per_symbol, hp.rec_steps_offset, hp.rec_steps_random, hp.max_steps
+                hp.rec_steps_per_symbol,
+                hp.rec_steps_offset,
+                hp.rec_steps_random,
+                hp.max_steps,
+                hp.rec_steps_window,
             )
         self.length_depth = depth
         stacks = [None] if not self.has_encoder else []

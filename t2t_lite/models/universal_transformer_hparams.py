@@ -55,6 +55,11 @@ class UniversalTransformerHParams(transformer_hparams.TransformerHParams):
     # keeps its state after them; with a causal encoder each position's output
     # is then the one its prefix alone gives, whatever follows it.
     rec_steps_by_position: bool = False
+    # With rec_steps_by_position, w > 0: position i runs only the last w of
+    # its steps and holds its input before them, so that a causal encoder's
+    # positions finish one after another, each from its left neighbours'
+    # finished states (a wavefront along the positions); 0: all of its steps.
+    rec_steps_window: int = 0
     # Re-add the stack's input (the embedded tokens) before every step, as
     # looped transformers inject their input at every loop.
     rec_input_every_step: bool = False
@@ -109,6 +114,12 @@ class UniversalTransformerHParams(transformer_hparams.TransformerHParams):
             "rec_steps_by_position",
             "needs rec_steps_per_symbol > 0 and a fixed decoder (rec_decoder_steps > 0), "
             "and fixed steps (recurrence_type=basic)",
+        )
+        require(
+            self.rec_steps_window == 0
+            or (self.rec_steps_by_position and 0 < self.rec_steps_window <= self.max_steps),
+            "rec_steps_window",
+            f"applies only with rec_steps_by_position=True, in [1, {self.max_steps}] (0: off)",
         )
         require(
             not (self.rec_state_norm and self.norm_position == "post"),
