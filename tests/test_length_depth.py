@@ -239,7 +239,9 @@ def test_each_position_takes_its_own_steps_or_their_last_window(window):
     """With block(h) = h and the input re-added, H = (1 + k) x_0 at a position
     that ran k steps: its own count under per-position steps [B, S], at most
     the window's (and the later ones: a window holds the input before it)."""
-    depth = universal.LengthDepth(per_symbol=1.0, offset=0, random=0, cap=5, window=window)
+    depth = universal.LengthDepth(
+        per_symbol=1.0, offset=0, random=0, cap=5, by_position=True, window=window
+    )
     stack = identity_stack(depth=depth, use_positions=False, input_every_step=True)
     stack.step_signal = universal.StepSignal("none", 5, 8)
     x = tf.random.stateless_normal([2, 3, 8], seed=[6, 7])

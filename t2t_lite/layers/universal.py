@@ -63,8 +63,10 @@ class LengthDepth:
     offset: int
     random: int
     cap: int
-    # With position_steps: position i runs only the last `window` of its steps,
-    # its state its input until then (0: all of them).
+    # Counts per position (`position_steps`), not per row; with them, position
+    # i runs only the last `window` of its steps, its state its input until
+    # then (0: all of them).
+    by_position: bool = False
     window: int = 0
 
     def steps(self, lengths: tf.Tensor, jitter: tf.Tensor | None = None) -> tf.Tensor:
@@ -191,10 +193,17 @@ class UniversalStack(keras.layers.Layer):
         per call under `state_norm`, not again at every step."""
         return x if self.input_norm is None else self.input_norm(x)
 
-    def row_steps(self, lengths: tf.Tensor, jitter: tf.Tensor | None = None) -> tf.Tensor | None:
+    def row_steps(
+        self, lengths: tf.Tensor, jitter: tf.Tensor | None = None, width: tf.Tensor | None = None
+    ) -> tf.Tensor | None:
         """Each row's steps [B] for source lengths [B] when the depth grows with
-        the input; else None (num_steps for every row)."""
-        return None if self.depth is None else self.depth.steps(lengths, jitter)
+        the input, or each position's [B, S] (`by_position`, S = width); else
+        None (num_steps for every row)."""
+        if self.depth is None:
+            return None
+        if self.depth.by_position:
+            return self.depth.position_steps(lengths, width, jitter)
+        return self.depth.steps(lengths, jitter)
 
     def _masked_steps(
         self, x: tf.Tensor, step_fn: Callable[[tf.Tensor, tf.Tensor], tf.Tensor], steps: tf.Tensor
@@ -207,7 +216,7 @@ class UniversalStack(keras.layers.Layer):
             step += 1
             running = step <= steps
             if steps.shape.rank == 2:
-                if self.depth is not None and self.depth.window:
+                if self.depth.window:  # per-position counts come from `depth`
                     running &= step > steps - self.depth.window
                 running = running[..., tf.newaxis]  # [B, S, 1]
             else:

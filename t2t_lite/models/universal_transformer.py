@@ -55,6 +55,7 @@ class UniversalTransformer(transformer.Transformer):
                 hp.rec_steps_offset,
                 hp.rec_steps_random,
                 hp.max_steps,
+                hp.rec_steps_by_position,
                 hp.rec_steps_window,
             )
         self.length_depth = depth
@@ -128,16 +129,13 @@ class UniversalTransformer(transformer.Transformer):
         x = self.input_dropout(x, training=training)
         lengths = tf.reduce_sum(tf.cast(nonpadding, tf.int32), 1)  # [B]
         self_bias = self.encoder_self_bias(bias)
-        steps = self.encoder.row_steps(lengths, jitter)
-        if self.hparams.rec_steps_by_position:
-            steps = self.length_depth.position_steps(lengths, tf.shape(x)[1], jitter)  # [B, S]
         encoded, stats = self.encoder.apply(
             x,
             lambda h: self.encoder.block(h, self_bias, mask, training=training),
             position_start,
             nonpadding,
             training=training,
-            row_steps=steps,
+            row_steps=self.encoder.row_steps(lengths, jitter, tf.shape(x)[1]),  # [B] or [B, S]
         )
         return encoded, bias, stats
 
