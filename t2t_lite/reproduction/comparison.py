@@ -17,13 +17,8 @@ from t2t_lite import experiment, files, run_lock
 from t2t_lite import run_dir as run_dir_lib
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.reproduction import babi_report, greedy, seed_stats, translation
-from t2t_lite.reproduction.entries import (
-    ENTRIES,
-    Entry,
-    paper_figures,
-    parse_entries,
-    task_of,
-)
+from t2t_lite.reproduction.entries import ENTRIES, Entry, parse_entries
+from t2t_lite.reproduction.paper import paper_figures, task_of
 from t2t_lite.run_dir import METRICS_FILE, METRICS_SOURCE
 from t2t_lite.training import trainer
 from t2t_lite.visualization import curves, plots

@@ -1,39 +1,16 @@
 """What a comparison compares: the models' entries and the UT paper's figures.
 
 An entry is a display label, a registered model, an hparams set and
-overrides; `t2t-compare --models` names entries. The paper's Table 4
-(algorithmic tasks, train length 40, test length 400) and Tables 5 and 6
-(Learning to Execute) give the figures each row is set beside.
+overrides; `t2t-compare --models` names entries. Each entry names
+the row of the paper's tables (`paper`) it is set beside.
 """
 
 import dataclasses
 import math
 
 from t2t_lite.data import problem as problem_lib
+from t2t_lite.reproduction.paper import task_of
 
-# UT paper, Table 4 (train length 40, test length 400): (char-acc, seq-acc).
-PAPER_TABLE4 = {
-    "copy": {"transformer": (0.53, 0.03), "universal_transformer": (0.91, 0.35)},
-    "reverse": {"transformer": (0.13, 0.06), "universal_transformer": (0.96, 0.46)},
-    "addition": {"transformer": (0.07, 0.0), "universal_transformer": (0.34, 0.02)},
-}
-TASKS = {
-    "identity": "copy",
-    "reverse": "reverse",
-    "addition": "addition",
-    "parity": "parity",
-    "sort": "sort",
-}
-# UT paper, Tables 5 (memorization) and 6 (program evaluation), Learning to
-# Execute test sets: (char-acc, seq-acc).
-PAPER_LTE = {
-    "lte_copy": {"transformer": (0.98, 0.63), "universal_transformer": (1.0, 1.0)},
-    "lte_double": {"transformer": (0.94, 0.55), "universal_transformer": (1.0, 1.0)},
-    "lte_reverse": {"transformer": (0.81, 0.26), "universal_transformer": (1.0, 1.0)},
-    "lte_program": {"transformer": (0.71, 0.29), "universal_transformer": (0.89, 0.63)},
-    "lte_control": {"transformer": (0.93, 0.66), "universal_transformer": (1.0, 1.0)},
-    "lte_addition": {"transformer": (1.0, 1.0), "universal_transformer": (1.0, 1.0)},
-}
 # Offsets shared by encoder and decoder, below 400: past the 1..200 test positions
 # of the length-20 problems, and covering the 1..400 of the length-40 ones.
 OFFSETS = "position_start_index=random,position_start_max=400"
@@ -61,6 +38,21 @@ LENGTH_DEPTH = (
     f"rec_decoder_steps={DECODER_STEPS}"
 )
 ORDERLESS_TASKS = ("parity", "sort")
+# State tracking (docs/length_depth.md, round 16): relative positions only, a
+# causal encoder, labels on every input position, and a length curriculum.
+STATE_RECIPE = (
+    "position_embedding=none,max_relative_position=2,causal_encoder=True,"
+    "input_label_loss_weight=1.0,curriculum_start_length=3,curriculum_steps_per_length=500"
+)
+# The wavefront: n + 1 steps per position (moved by up to 1 in training), each
+# position running only its last, the state normalized, the input every step.
+WAVEFRONT_A, WAVEFRONT_B = 1.0, 1
+WAVEFRONT = (
+    f"rec_steps_per_symbol={WAVEFRONT_A},rec_steps_offset={WAVEFRONT_B},rec_steps_random=1,"
+    "rec_steps_by_position=True,rec_steps_window=1,rec_state_norm=True,"
+    f"rec_input_every_step=True,step_timing_signal_type=none,"
+    f"rec_decoder_steps={DECODER_STEPS},num_rec_steps={LENGTH_DEPTH_CAP}"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,15 +62,18 @@ class Entry:
     label: str
     model: str
     hparams_set: str
-    paper_row: str  # key into PAPER_TABLE4's (and babi_report.PAPER_TABLE1's) rows
+    paper_row: str  # key into paper.PAPER_TABLE4's (and babi_report.PAPER_TABLE1's) rows
     hparams: str = ""
     babi_hparams_set: str = ""  # the set for bAbI problems ("": not for bAbI)
     coupled: bool = False  # position coupling for the problem's task (`hparams_for`)
     # Positions chosen by the task (`task_positions`): none, or randomized (and coupled).
     by_task: bool = False
     # Encoder layers = the length-scaled UT's steps at the problem's longest
-    # training input; decoder layers = its decoder's steps.
+    # training input (ceil(steps_per_symbol * n) + steps_offset); decoder
+    # layers = its decoder's steps.
     depth_matched: bool = False
+    steps_per_symbol: float = LENGTH_DEPTH_A
+    steps_offset: int = LENGTH_DEPTH_B
 
     def hparams_for(self, key: str, problem: str) -> str:
         """The entry's overrides for `problem`: with `coupled`, the coupling of its
@@ -97,7 +92,8 @@ class Entry:
         if self.by_task:
             parts.append(task_positions(problem))
         if self.depth_matched:
-            layers = f"num_encoder_layers={matched_layers(problem)},num_decoder_layers="
+            depth = matched_layers(problem, self.steps_per_symbol, self.steps_offset)
+            layers = f"num_encoder_layers={depth},num_decoder_layers="
             parts.append(f"{layers}{DECODER_STEPS}")
         return ",".join(part for part in parts if part)
 
@@ -274,6 +270,47 @@ ENTRIES = {
         "transformer",
         by_task=True,
     ),
+    # State tracking (parity, S3): the wavefront UT against the same block at 4
+    # steps and Transformers with the same positions, labels and curriculum.
+    "ut_wavefront": Entry(
+        "UT, wavefront: n+1 steps, one a position",
+        "universal_transformer",
+        "universal_transformer_algorithmic_tiny",
+        "universal_transformer",
+        f"{STATE_RECIPE},{WAVEFRONT}",
+    ),
+    "ut_relative_fixed": Entry(
+        "UT, 4 steps, the wavefront's block",
+        "universal_transformer",
+        "universal_transformer_algorithmic_tiny",
+        "universal_transformer",
+        f"{STATE_RECIPE},rec_state_norm=True,rec_input_every_step=True,"
+        "step_timing_signal_type=none",
+    ),
+    "transformer_relative": Entry(
+        "Transformer (d = 128, 2 + 2), relative positions",
+        "transformer",
+        "transformer_algorithmic_tiny",
+        "transformer",
+        STATE_RECIPE,
+    ),
+    "transformer_relative_equal_params": Entry(
+        "Transformer, UT's parameters (1 layer), relative positions",
+        "transformer",
+        "transformer_algorithmic_tiny",
+        "transformer",
+        f"{STATE_RECIPE},{UT_PARAMS}",
+    ),
+    "transformer_relative_equal_compute": Entry(
+        "Transformer, UT's width, as many layers as the wavefront's steps",
+        "transformer",
+        "transformer_algorithmic_tiny",
+        "transformer",
+        f"{STATE_RECIPE},hidden_size=64,filter_size=256",
+        depth_matched=True,
+        steps_per_symbol=WAVEFRONT_A,
+        steps_offset=WAVEFRONT_B,
+    ),
 }
 LENGTH_TABLE = (
     "ut_length_depth",
@@ -282,6 +319,16 @@ LENGTH_TABLE = (
     "transformer_equal_compute",
     "transformer_by_task",
 )
+
+
+STATE_TABLE = (
+    "ut_wavefront",
+    "ut_relative_fixed",
+    "transformer_relative",
+    "transformer_relative_equal_params",
+    "transformer_relative_equal_compute",
+)
+TABLES = {"length_table": LENGTH_TABLE, "state_table": STATE_TABLE}
 
 
 def _coupling(problem: str) -> str | None:
@@ -311,36 +358,21 @@ def task_positions(problem: str) -> str:
     return ",".join(part for part in (RANDOMIZED, _coupling(problem), SPREAD_EVAL) if part)
 
 
-def matched_layers(problem: str) -> int:
-    """The length-scaled UT's steps (LENGTH_DEPTH) at `problem`'s longest
-    training input, its EOS included: a Transformer as deep does its compute."""
+def matched_layers(problem: str, a: float = LENGTH_DEPTH_A, b: int = LENGTH_DEPTH_B) -> int:
+    """The length-scaled UT's steps, ceil(a * n) + b (LENGTH_DEPTH's by
+    default), at `problem`'s longest training input, its EOS included: a
+    Transformer as deep does its compute."""
     n = problem_lib.get(problem).max_length("train")
-    return math.ceil(LENGTH_DEPTH_A * n) + LENGTH_DEPTH_B
-
-
-def task_of(problem: str) -> str | None:
-    """algorithmic_reverse_decimal20 -> "reverse", lte_copy -> "LTE copy"; else None."""
-    parts = problem.split("_")
-    if len(parts) == 3 and parts[0] == "algorithmic":
-        return TASKS.get(parts[1])
-    if problem in PAPER_LTE:
-        return f"LTE {parts[1]}"
-    return None
-
-
-def paper_figures(problem: str, paper_row: str) -> tuple[float | None, float | None]:
-    """The paper's (char-acc, seq-acc) for a problem and model row, or (None, None)."""
-    table = PAPER_LTE.get(problem) or PAPER_TABLE4.get(task_of(problem), {})
-    return table.get(paper_row, (None, None))
+    return math.ceil(a * n) + b
 
 
 def parse_entries(names: list[str]) -> list[Entry]:
-    """Names of ENTRIES (or "length_table": LENGTH_TABLE's) -> entries; an unknown
+    """Names of ENTRIES (or of TABLES: their entries) -> entries; an unknown
     name is an error listing the known ones."""
-    names = [key for name in names for key in (LENGTH_TABLE if name == "length_table" else [name])]
+    names = [key for name in names for key in TABLES.get(name, [name])]
     unknown = [n for n in names if n not in ENTRIES]
     if unknown:
         raise ValueError(
-            f"--models: unknown {unknown}; known: {', '.join(ENTRIES)}, or length_table"
+            f"--models: unknown {unknown}; known: {', '.join(ENTRIES)}, or {' or '.join(TABLES)}"
         )
     return [ENTRIES[n] for n in names]
