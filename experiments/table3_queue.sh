@@ -1,16 +1,15 @@
 #!/bin/bash
 # docs/translation.md: Table 3's runs as one job queue that two lanes share.
 #   table3_queue.sh <core>      (start one per core; started again, it resumes)
-# A lane takes the first job that is neither done ($EXP/q3/<job>.done) nor held
-# by a live lane (flock on $EXP/q3/<job>.lock); a job whose lane died resumes
-# from its checkpoint. Each job is one row and seed of the table, the command
-# of the notebook's round 4 into $EXP/table3/seed<k>, the layout the table's
-# one command (`t2t-compare --models=table3 --seeds=1,2,3`) reads.
-# The order is every row of seed 1, then seed 2, then seed 3 (ROWS and SEEDS
-# narrow it); JOBS="row:seed ..." gives an order of its own instead.
+# Jobs are queue_lib.sh's, in $EXP/q3. Each job is one row and seed of the
+# table, the command of the notebook's round 4 into $EXP/table3/seed<k>, the
+# layout the table's one command (`t2t-compare --models=table3 --seeds=1,2,3`)
+# reads. The order is every row of seed 1, then seed 2, then seed 3 (ROWS and
+# SEEDS narrow it); JOBS="row:seed ..." gives an order of its own instead.
 set -uo pipefail
 here=$(dirname "$0")
 . "$here/env.sh"
+. "$here/queue_lib.sh"
 core=${1:-}
 rows=(${ROWS:-t3_smoothing0 t3_learned t3_separate t3_base t3_heads1 t3_heads16 t3_keys16
     t3_layers1 t3_layers4 t3_width64 t3_width256 t3_dropout0})
@@ -20,23 +19,11 @@ for seed in "${seeds[@]}"; do
     for row in "${rows[@]}"; do jobs+=("$row:$seed"); done
 done
 [ -n "${JOBS:-}" ] && jobs=($JOBS)
-mkdir -p "$EXP/q3"
-for job in "${jobs[@]}"; do
-    row=${job%:*}
-    seed=${job#*:}
-    [ -e "$EXP/q3/$job.done" ] && continue
-    exec 9>"$EXP/q3/$job.lock"
-    flock -n 9 || continue  # another lane holds it
-    [ -e "$EXP/q3/$job.done" ] && continue
-    echo "$(date +%H:%M) lane ${core:-any}: $job"
-    if pin "$core" "$BIN/t2t-compare" --problems=translate_gettext --models="$row" \
+table3_job() {  # table3_job <row>:<seed>
+    local row=${1%:*} seed=${1#*:}
+    pin "$core" "$BIN/t2t-compare" --problems=translate_gettext --models="$row" \
         --random_seed="$seed" --train_steps=3000 --save_checkpoints_steps=100 \
         --local_eval_frequency=500 --data_dir="$EXP/data" \
-        --output_dir="$EXP/table3/seed$seed"; then
-        touch "$EXP/q3/$job.done"
-    else
-        echo "$(date +%H:%M) lane ${core:-any}: $job stopped (status $?)"
-        exit 1
-    fi
-    exec 9>&-
-done
+        --output_dir="$EXP/table3/seed$seed"
+}
+run_queue "$EXP/q3" "${core:-any}" table3_job "${jobs[@]}"
