@@ -168,3 +168,19 @@ def run_binary(name: str, *args: str) -> subprocess.CompletedProcess:
     (tests/binary_server.py), so each run skips that import.
     """
     return _BINARIES.run(name, *args)
+
+
+def compare_one_row(tmp_path, key: str, problem_name: str):
+    """`key`'s entry trained 6 steps on problem_name through t2t-compare (evaluated
+    at 3 and 6, all test examples greedy-decoded) -> (the table row's cells, the
+    run's hparams)."""
+    from t2t_lite import experiment
+    from t2t_lite.reproduction import comparison
+
+    data_dir = str(tmp_path / "d")
+    problem.get(problem_name).generate_data(data_dir, seed=3)
+    config = comparison.trainer.TrainConfig(train_steps=6, local_eval_frequency=3)
+    out = str(tmp_path / "o")
+    table = comparison.compare(out, [key], [problem_name], data_dir, config, greedy_examples=-1)
+    cells = [cell.strip() for cell in table.splitlines()[2].strip("|").split("|")]
+    return cells, experiment.Experiment.load(os.path.join(out, problem_name, key)).hparams

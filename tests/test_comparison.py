@@ -6,6 +6,7 @@ import shutil
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import compare_one_row
 
 from t2t_lite.reproduction import comparison, seed_stats
 
@@ -477,25 +478,12 @@ def test_the_length_scaled_ut_trains_evaluates_and_greedy_decodes_through_compar
     """The length table's UT through the real trainer (its compiled step runs the
     per-row masked loop and the random moves), evaluation and greedy decoding:
     the table's row has every figure, and the run's hparams are the entry's."""
-    from t2t_lite import experiment
-    from t2t_lite.data import problem as problem_lib
-
-    data_dir = str(tmp_path / "d")
-    problem_lib.get("test_identity_small").generate_data(data_dir, seed=3)
-    config = comparison.trainer.TrainConfig(train_steps=6, local_eval_frequency=3)
-    out = str(tmp_path / "o")
-    table = comparison.compare(
-        out, ["ut_length_depth"], ["test_identity_small"], data_dir, config, greedy_examples=-1
-    )
-    cells = [cell.strip() for cell in table.splitlines()[2].strip("|").split("|")]
+    cells, hp = compare_one_row(tmp_path, "ut_length_depth", "test_identity_small")
     assert cells[1].startswith("UT, depth ceil(n/2)+1")
     # char-acc, seq-acc, greedy char-acc, greedy seq-acc and training-length seq-acc
     # are figures; no paper figure for this problem, no ponder time without ACT.
     assert all(0.0 <= float(cells[i]) <= 1.0 for i in (2, 3, 4, 5, 8))
     assert cells[6] == cells[7] == cells[9] == "-"
-    hp = experiment.Experiment.load(
-        os.path.join(out, "test_identity_small", "ut_length_depth")
-    ).hparams
     assert hp.length_depth and hp.rec_steps_random == 1 and hp.rec_decoder_steps == 4
 
 

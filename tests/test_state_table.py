@@ -1,8 +1,7 @@
 """The state-tracking table (`--models=state_table`): its rows' hparams, sizes and a real run."""
 
-import os
-
 import pytest
+from conftest import compare_one_row
 
 from t2t_lite import experiment
 from t2t_lite.reproduction import comparison, entries
@@ -80,18 +79,8 @@ def test_the_wavefront_trains_evaluates_and_greedy_decodes_through_compare(tmp_p
     """The wavefront row through the real trainer (per-position counts, the
     window, labels and curriculum) on a small S3 problem: every figure of the
     row is there, and the run keeps the entry's hparams."""
-    from t2t_lite.data import problem as problem_lib
-
-    data_dir = str(tmp_path / "d")
-    problem_lib.get("test_permute_small").generate_data(data_dir, seed=3)
-    config = comparison.trainer.TrainConfig(train_steps=6, local_eval_frequency=3)
-    out = str(tmp_path / "o")
-    table = comparison.compare(
-        out, ["ut_wavefront"], ["test_permute_small"], data_dir, config, greedy_examples=-1
-    )
-    cells = [cell.strip() for cell in table.splitlines()[2].strip("|").split("|")]
+    cells, hp = compare_one_row(tmp_path, "ut_wavefront", "test_permute_small")
     assert cells[1].startswith("UT, wavefront")
     assert all(0.0 <= float(cells[i]) <= 1.0 for i in (2, 3, 4, 5, 8))
-    hp = experiment.Experiment.load(os.path.join(out, "test_permute_small", "ut_wavefront")).hparams
     assert hp.rec_steps_by_position and hp.rec_steps_window == 1
     assert hp.input_label_loss_weight == 1.0
