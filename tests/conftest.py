@@ -184,3 +184,17 @@ def compare_one_row(tmp_path, key: str, problem_name: str):
     table = comparison.compare(out, [key], [problem_name], data_dir, config, greedy_examples=-1)
     cells = [cell.strip() for cell in table.splitlines()[2].strip("|").split("|")]
     return cells, experiment.Experiment.load(os.path.join(out, problem_name, key)).hparams
+
+
+def entry_experiment(key: str, problem_name: str):
+    """comparison.ENTRIES[key] resolved for problem_name, as `comparison.run` resolves it."""
+    from t2t_lite import experiment
+    from t2t_lite.reproduction import comparison
+
+    entry = comparison.ENTRIES[key]
+    return experiment.Experiment.resolve(
+        entry.model,
+        problem_name,
+        entry.hparams_set_for(problem_name),
+        entry.hparams_for(key, problem_name),
+    )

@@ -6,19 +6,9 @@ import shutil
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import compare_one_row
+from conftest import compare_one_row, entry_experiment
 
 from t2t_lite.reproduction import comparison, seed_stats
-
-
-def entry_experiment(key, problem):
-    """comparison.ENTRIES[key] resolved for `problem`, as `comparison.run` resolves it."""
-    from t2t_lite import experiment
-
-    entry = comparison.ENTRIES[key]
-    return experiment.Experiment.resolve(
-        entry.model, problem, entry.hparams_set_for(problem), entry.hparams_for(key, problem)
-    )
 
 
 def results(char, seq, dev_seq, ponder=None):

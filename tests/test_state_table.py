@@ -1,25 +1,16 @@
 """The state-tracking table (`--models=state_table`): its rows' hparams, sizes and a real run."""
 
 import pytest
-from conftest import compare_one_row
+from conftest import compare_one_row, entry_experiment
 
-from t2t_lite import experiment
 from t2t_lite.reproduction import comparison, entries
 
 PERMUTE = "algorithmic_permute_three20"
 PARITY = "algorithmic_parity_binary20"
 
 
-def resolved(key, problem):
-    """ENTRIES[key] resolved for `problem`, as `comparison.run` resolves it."""
-    entry = comparison.ENTRIES[key]
-    return experiment.Experiment.resolve(
-        entry.model, problem, entry.hparams_set_for(problem), entry.hparams_for(key, problem)
-    )
-
-
 def parameters(key, problem):
-    exp = resolved(key, problem)
+    exp = entry_experiment(key, problem)
     model = exp.build_model(exp.build_problem().vocab_size)
     model(model.dummy_features())
     return model.count_params()
@@ -32,17 +23,17 @@ def test_every_row_shares_the_recipe_and_only_the_wavefront_steps_by_position(pr
     length. The wavefront alone counts steps per position, n + 1 of them (moved
     by up to 1 in training), each position running its last one only."""
     for key in entries.STATE_TABLE:
-        hp = resolved(key, problem).hparams
+        hp = entry_experiment(key, problem).hparams
         recipe = (hp.position_embedding, hp.max_relative_position, hp.causal_encoder)
         assert recipe == ("none", 2, True), key
         assert (hp.input_label_loss_weight, hp.curriculum_start_length) == (1.0, 3), key
         assert hp.curriculum_steps_per_length == 500, key
-    wave = resolved("ut_wavefront", problem).hparams
+    wave = entry_experiment("ut_wavefront", problem).hparams
     assert (wave.rec_steps_per_symbol, wave.rec_steps_offset, wave.rec_steps_random) == (1.0, 1, 1)
     assert (wave.rec_steps_by_position, wave.rec_steps_window) == (True, 1)
     assert wave.rec_state_norm and wave.rec_input_every_step
     assert wave.step_timing_signal_type == "none" and wave.rec_decoder_steps == 4
-    fixed = resolved("ut_relative_fixed", problem).hparams
+    fixed = entry_experiment("ut_relative_fixed", problem).hparams
     assert not fixed.length_depth and fixed.num_rec_steps == 4
     assert fixed.rec_state_norm and fixed.step_timing_signal_type == "none"
 
@@ -50,9 +41,11 @@ def test_every_row_shares_the_recipe_and_only_the_wavefront_steps_by_position(pr
 def test_the_equal_compute_transformer_is_as_deep_as_the_wavefronts_longest_training_count():
     """20 symbols and EOS in training: ceil(1.0 * 21) + 1 = 22 encoder layers,
     the decoder as deep as the UT's fixed decoder, the UT's width."""
-    hp = resolved("transformer_relative_equal_compute", PERMUTE).hparams
+    hp = entry_experiment("transformer_relative_equal_compute", PERMUTE).hparams
     assert (hp.encoder_layers, hp.decoder_layers, hp.hidden_size) == (22, 4, 64)
-    length_table = resolved("transformer_equal_compute", "algorithmic_sort_decimal20").hparams
+    length_table = entry_experiment(
+        "transformer_equal_compute", "algorithmic_sort_decimal20"
+    ).hparams
     assert length_table.encoder_layers == 12  # ceil(21 / 2) + 1, unchanged
 
 

@@ -1,4 +1,4 @@
-"""What a comparison compares: the models' entries and the UT paper's figures.
+"""What a comparison compares: the models' entries and the tables they form.
 
 An entry is a display label, a registered model, an hparams set and
 overrides; `t2t-compare --models` names entries. Each entry names
@@ -32,11 +32,19 @@ UT_PARAMS = "num_hidden_layers=1,hidden_size=64,filter_size=256"
 # a decoder as deep as a 400-symbol source would run 200 steps per symbol).
 LENGTH_DEPTH_A, LENGTH_DEPTH_B, LENGTH_DEPTH_RANDOM = 0.5, 1, 1
 LENGTH_DEPTH_CAP, DECODER_STEPS = 208, 4
-LENGTH_DEPTH = (
-    f"rec_steps_per_symbol={LENGTH_DEPTH_A},rec_steps_offset={LENGTH_DEPTH_B},"
-    f"rec_steps_random={LENGTH_DEPTH_RANDOM},rec_input_every_step=True,"
-    f"rec_decoder_steps={DECODER_STEPS}"
-)
+
+
+def length_depth(a: float, b: int) -> str:
+    """ceil(a * n) + b encoder steps (moved by up to LENGTH_DEPTH_RANDOM in
+    training), the input re-added every step, a fixed decoder."""
+    return (
+        f"rec_steps_per_symbol={a},rec_steps_offset={b},"
+        f"rec_steps_random={LENGTH_DEPTH_RANDOM},rec_input_every_step=True,"
+        f"rec_decoder_steps={DECODER_STEPS}"
+    )
+
+
+LENGTH_DEPTH = length_depth(LENGTH_DEPTH_A, LENGTH_DEPTH_B)
 ORDERLESS_TASKS = ("parity", "sort")
 # State tracking (docs/length_depth.md, round 16): relative positions only, a
 # causal encoder, labels on every input position, and a length curriculum.
@@ -44,14 +52,15 @@ STATE_RECIPE = (
     "position_embedding=none,max_relative_position=2,causal_encoder=True,"
     "input_label_loss_weight=1.0,curriculum_start_length=3,curriculum_steps_per_length=500"
 )
+# The wavefront's block: the state normalized, no step signal (the input every
+# step comes with `length_depth`).
+WAVEFRONT_BLOCK = "rec_state_norm=True,step_timing_signal_type=none"
 # The wavefront: n + 1 steps per position (moved by up to 1 in training), each
-# position running only its last, the state normalized, the input every step.
+# position running only its last.
 WAVEFRONT_A, WAVEFRONT_B = 1.0, 1
 WAVEFRONT = (
-    f"rec_steps_per_symbol={WAVEFRONT_A},rec_steps_offset={WAVEFRONT_B},rec_steps_random=1,"
-    "rec_steps_by_position=True,rec_steps_window=1,rec_state_norm=True,"
-    f"rec_input_every_step=True,step_timing_signal_type=none,"
-    f"rec_decoder_steps={DECODER_STEPS},num_rec_steps={LENGTH_DEPTH_CAP}"
+    f"{length_depth(WAVEFRONT_A, WAVEFRONT_B)},{WAVEFRONT_BLOCK},"
+    f"rec_steps_by_position=True,rec_steps_window=1,num_rec_steps={LENGTH_DEPTH_CAP}"
 )
 
 
@@ -68,12 +77,9 @@ class Entry:
     coupled: bool = False  # position coupling for the problem's task (`hparams_for`)
     # Positions chosen by the task (`task_positions`): none, or randomized (and coupled).
     by_task: bool = False
-    # Encoder layers = the length-scaled UT's steps at the problem's longest
-    # training input (ceil(steps_per_symbol * n) + steps_offset); decoder
-    # layers = its decoder's steps.
-    depth_matched: bool = False
-    steps_per_symbol: float = LENGTH_DEPTH_A
-    steps_offset: int = LENGTH_DEPTH_B
+    # (a, b): encoder layers = a length-scaled UT's steps, ceil(a * n) + b, at
+    # the problem's longest training input; decoder layers = its decoder's steps.
+    depth_matched: tuple[float, int] | None = None
 
     def hparams_for(self, key: str, problem: str) -> str:
         """The entry's overrides for `problem`: with `coupled`, the coupling of its
@@ -92,7 +98,7 @@ class Entry:
         if self.by_task:
             parts.append(task_positions(problem))
         if self.depth_matched:
-            depth = matched_layers(problem, self.steps_per_symbol, self.steps_offset)
+            depth = matched_layers(problem, *self.depth_matched)
             layers = f"num_encoder_layers={depth},num_decoder_layers="
             parts.append(f"{layers}{DECODER_STEPS}")
         return ",".join(part for part in parts if part)
@@ -261,7 +267,7 @@ ENTRIES = {
         "transformer",
         "hidden_size=64,filter_size=256",
         by_task=True,
-        depth_matched=True,
+        depth_matched=(LENGTH_DEPTH_A, LENGTH_DEPTH_B),
     ),
     "transformer_by_task": Entry(
         "Transformer (d = 128, 2 + 2), the task's positions",
@@ -284,8 +290,7 @@ ENTRIES = {
         "universal_transformer",
         "universal_transformer_algorithmic_tiny",
         "universal_transformer",
-        f"{STATE_RECIPE},rec_state_norm=True,rec_input_every_step=True,"
-        "step_timing_signal_type=none",
+        f"{STATE_RECIPE},{WAVEFRONT_BLOCK},rec_input_every_step=True",
     ),
     "transformer_relative": Entry(
         "Transformer (d = 128, 2 + 2), relative positions",
@@ -307,9 +312,7 @@ ENTRIES = {
         "transformer_algorithmic_tiny",
         "transformer",
         f"{STATE_RECIPE},hidden_size=64,filter_size=256",
-        depth_matched=True,
-        steps_per_symbol=WAVEFRONT_A,
-        steps_offset=WAVEFRONT_B,
+        depth_matched=(WAVEFRONT_A, WAVEFRONT_B),
     ),
 }
 LENGTH_TABLE = (
@@ -358,10 +361,9 @@ def task_positions(problem: str) -> str:
     return ",".join(part for part in (RANDOMIZED, _coupling(problem), SPREAD_EVAL) if part)
 
 
-def matched_layers(problem: str, a: float = LENGTH_DEPTH_A, b: int = LENGTH_DEPTH_B) -> int:
-    """The length-scaled UT's steps, ceil(a * n) + b (LENGTH_DEPTH's by
-    default), at `problem`'s longest training input, its EOS included: a
-    Transformer as deep does its compute."""
+def matched_layers(problem: str, a: float, b: int) -> int:
+    """A length-scaled UT's steps, ceil(a * n) + b, at `problem`'s longest
+    training input, its EOS included: a Transformer as deep does its compute."""
     n = problem_lib.get(problem).max_length("train")
     return math.ceil(a * n) + b
 
