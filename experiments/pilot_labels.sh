@@ -10,7 +10,8 @@
 #     steps, dev and valid_long evaluated every 1,000. ut_rel, tf_rel (round 16):
 #     the same with relative positions (max_relative_position=2) in place of
 #     the sinusoids. Output: $EXP/length/<name>. Idempotent: the same command
-#     resumes a stopped run. SEED (default 1) sets the random seed.
+#     resumes a stopped run. SEED (default 1) sets the random seed; EVAL_SPLITS
+#     (default dev,valid_long) the splits evaluated every 1,000 steps.
 set -euo pipefail
 here=$(dirname "$0")
 . "$here/env.sh"
@@ -49,5 +50,5 @@ done
 [ -n "$more" ] && hp=$hp,$more
 pin "$core" "$BIN/t2t-train" --problem="$problem" "${model[@]}" --hparams="$hp" \
     --random_seed="${SEED:-1}" --train_steps=12000 --local_eval_frequency=1000 \
-    --save_checkpoints_steps=250 --eval_splits=dev,valid_long --eval_steps=-1 \
+    --save_checkpoints_steps=250 --eval_splits="${EVAL_SPLITS:-dev,valid_long}" --eval_steps=-1 \
     --data_dir="$EXP/algo" --output_dir="$EXP/length/$name"
