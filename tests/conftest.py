@@ -188,13 +188,6 @@ def compare_one_row(tmp_path, key: str, problem_name: str):
 
 def entry_experiment(key: str, problem_name: str):
     """comparison.ENTRIES[key] resolved for problem_name, as `comparison.run` resolves it."""
-    from t2t_lite import experiment
     from t2t_lite.reproduction import comparison
 
-    entry = comparison.ENTRIES[key]
-    return experiment.Experiment.resolve(
-        entry.model,
-        problem_name,
-        entry.hparams_set_for(problem_name),
-        entry.hparams_for(key, problem_name),
-    )
+    return comparison.entry_experiment(comparison.ENTRIES[key], key, problem_name)

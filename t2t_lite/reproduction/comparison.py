@@ -73,18 +73,7 @@ def run(
     seeds = list(seeds or [config.random_seed])
     keys = names or {entry: key for key, entry in ENTRIES.items()}
     experiments = [
-        (
-            problem,
-            entry,
-            experiment.Experiment.resolve(
-                entry.model,
-                problem,
-                entry.hparams_set_for(problem),
-                ",".join(
-                    part for part in (entry.hparams_for(keys[entry], problem), hparams) if part
-                ),
-            ),
-        )
+        (problem, entry, entry_experiment(entry, keys[entry], problem, hparams))
         for problem in problems
         for entry in entries
     ]  # resolved first, so a bad name fails before any training
@@ -109,6 +98,17 @@ def run(
             row.update(results=results, run_dirs=run_dirs, seeds=seeds)
         rows.append(row)
     return rows
+
+
+def entry_experiment(entry: Entry, key: str, problem: str, hparams: str = ""):
+    """`entry` (named `key`) resolved for `problem`, `hparams` after its own overrides."""
+    overrides = (entry.hparams_for(key, problem), hparams)
+    return experiment.Experiment.resolve(
+        entry.model,
+        problem,
+        entry.hparams_set_for(problem),
+        ",".join(part for part in overrides if part),
+    )
 
 
 MISSING = ("train", "skip")  # --missing: what a table does with runs not finished
