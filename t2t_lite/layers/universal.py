@@ -174,21 +174,21 @@ class UniversalStack(keras.layers.Layer):
         P_t = positions(t) + step signal (plus the stack's input, `input_every_step`)."""
 
         def step_fn(state: tf.Tensor, step: tf.Tensor | int) -> tf.Tensor:
-            return block_step(self._block_input(state, positions(step), step, stack_input), step)
+            return block_step(self.block_input(state, positions(step), step, stack_input), step)
 
         return step_fn
 
-    def _block_input(
+    def block_input(
         self, state: tf.Tensor, position: tf.Tensor, step: tf.Tensor | int, stack_input: tf.Tensor
     ) -> tf.Tensor:
         """state [B, L, C] (normalized, `state_norm`) + position signal [1 or B, L, C]
-        + step t's signal (+ the injected input, `_injected`)."""
+        + step t's signal (+ the injected input, `injected`)."""
         if self.state_norm is not None:
             state = self.state_norm(state)
         x = state + tf.cast(position + self.step_signal.signal(step), state.dtype)
         return x + stack_input if self.input_every_step else x
 
-    def _injected(self, x: tf.Tensor) -> tf.Tensor:
+    def injected(self, x: tf.Tensor) -> tf.Tensor:
         """The stack's input [B, L, C] as every step re-adds it: normalized once
         per call under `state_norm`, not again at every step."""
         return x if self.input_norm is None else self.input_norm(x)
@@ -239,15 +239,20 @@ class UniversalStack(keras.layers.Layer):
         A scalar position_start is every step's first position; a vector
         [max_steps] gives step t its own, position_start[t - 1].
         """
-        if not self.use_positions:
-            none = tf.zeros([1, 1, channels])  # [1, 1, C]
-            return lambda step: none
-        if isinstance(position_start, tf.Tensor) and position_start.shape.rank == 1:
+        per_step = isinstance(position_start, tf.Tensor) and position_start.shape.rank == 1
+        if self.use_positions and per_step:
             return lambda step: embedding.timing_signal(
                 length, channels, start=tf.gather(position_start, step - 1)
             )
-        fixed = embedding.timing_signal(length, channels, start=position_start)
+        fixed = self.position_table(length, channels, position_start)
         return lambda step: fixed
+
+    def position_table(self, length, channels: int, position_start) -> tf.Tensor:
+        """Every step's position signal [1, L, C] for a position_start that is
+        not per step ([1, 1, C] of zeros without positions)."""
+        if not self.use_positions:
+            return tf.zeros([1, 1, channels])
+        return embedding.timing_signal(length, channels, start=position_start)
 
     def apply(
         self,
@@ -271,7 +276,7 @@ class UniversalStack(keras.layers.Layer):
             self.build()
         positions = self._positions(tf.shape(x)[1], x.shape[-1], position_start)
         step_fn = self._with_signals(
-            positions, lambda state, step: block_fn(state), self._injected(x)
+            positions, lambda state, step: block_fn(state), self.injected(x)
         )
         stats = None
         if self.halting is not None:
@@ -328,11 +333,11 @@ class UniversalStack(keras.layers.Layer):
         position = embedding.timing_signal(1, x.shape[-1], start=start)  # [1 or B, 1, C]
         if not self.use_positions:
             position = tf.zeros([1, 1, x.shape[-1]])  # [1, 1, C]
-        stack_input = self._injected(x)
+        stack_input = self.injected(x)
         row_steps = self.row_steps(source_lengths(encoder_bias, tf.shape(x)[0]))  # [B] or None
 
         def block_input(state: tf.Tensor, step: int) -> tf.Tensor:
-            return self._block_input(state, position, step, stack_input)
+            return self.block_input(state, position, step, stack_input)
 
         def full(state: tf.Tensor, step: int) -> tuple[tf.Tensor, dict]:
             return self.block.decode_step(

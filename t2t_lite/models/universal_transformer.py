@@ -6,7 +6,7 @@ import keras
 import tensorflow as tf
 
 from t2t_lite import registry
-from t2t_lite.layers import act, facts, masks, transformer_layers, universal
+from t2t_lite.layers import act, facts, masks, transformer_layers, universal, wavefront
 from t2t_lite.models import input_labels, transformer, universal_transformer_hparams
 
 UTHParams = universal_transformer_hparams.UniversalTransformerHParams
@@ -129,14 +129,32 @@ class UniversalTransformer(transformer.Transformer):
         x = self.input_dropout(x, training=training)
         lengths = tf.reduce_sum(tf.cast(nonpadding, tf.int32), 1)  # [B]
         self_bias = self.encoder_self_bias(bias)
-        encoded, stats = self.encoder.apply(
-            x,
-            lambda h: self.encoder.block(h, self_bias, mask, training=training),
-            position_start,
-            nonpadding,
-            training=training,
-            row_steps=self.encoder.row_steps(lengths, jitter, tf.shape(x)[1]),  # [B] or [B, S]
-        )
+        row_steps = self.encoder.row_steps(lengths, jitter, tf.shape(x)[1])  # [B] or [B, S]
+
+        def masked():
+            return self.encoder.apply(
+                x,
+                lambda h: self.encoder.block(h, self_bias, mask, training=training),
+                position_start,
+                nonpadding,
+                training=training,
+                row_steps=row_steps,
+            )
+
+        if wavefront.applies(self.encoder, self.hparams.causal_encoder, position_start):
+            # The same outputs, one position at a time (layers/wavefront.py).
+            encoded = wavefront.encode(
+                self.encoder,
+                x,
+                bias,
+                nonpadding,
+                row_steps,
+                position_start,
+                lambda: masked()[0],
+                training,
+            )
+            return encoded, bias, None
+        encoded, stats = masked()
         return encoded, bias, stats
 
     def decode_with_stats(

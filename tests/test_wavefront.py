@@ -1,0 +1,137 @@
+"""The wavefront's inference path (layers/wavefront.py) against the stack's masked loop."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from test_universal_transformer import ut_model
+
+from t2t_lite.layers import wavefront
+
+# Rows of 7, 3 and 5 real positions (EOS included), padded to 7.
+SOURCE = tf.constant(
+    [[3, 7, 8, 9, 4, 5, 1], [6, 4, 1, 0, 0, 0, 0], [9, 9, 3, 8, 1, 0, 0]], tf.int32
+)
+REAL = (SOURCE.numpy() != 0)[..., None]  # [B, S, 1]
+
+
+def wavefront_model(**overrides):
+    """The state table's wavefront at test size: n + 1 steps a position, each
+    position running only its last, the input re-added, no step signal."""
+    options = {
+        "causal_encoder": True,
+        "rec_steps_per_symbol": 1.0,
+        "rec_steps_offset": 1,
+        "rec_decoder_steps": 2,
+        "num_rec_steps": 12,
+        "rec_input_every_step": True,
+        "rec_state_norm": True,
+        "step_timing_signal_type": "none",
+        "rec_steps_by_position": True,
+        "rec_steps_window": 1,
+        "layer_prepostprocess_dropout": 0.0,
+        "attention_dropout": 0.0,
+        "relu_dropout": 0.0,
+    }
+    return ut_model(**{**options, **overrides})
+
+
+def masked_encode(model, monkeypatch, source=SOURCE):
+    """The encoder through the stack's own loop: every position at every step."""
+    with monkeypatch.context() as patch:
+        patch.setattr(wavefront, "applies", lambda *args: False)
+        return model.encode(source)[0]
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"position_embedding": "none", "max_relative_position": 2},
+        {"position_embedding": "none", "max_relative_position": 0},
+        {"max_relative_position": 3},  # sinusoid positions, one per position
+        {"rec_state_norm": False, "position_embedding": "none"},
+    ],
+)
+def test_position_by_position_equals_the_masked_loop(overrides, monkeypatch):
+    """Every real position's output agrees with the masked loop's, for rows of
+    three lengths in one batch (12 steps, the longest row takes 8)."""
+    model = wavefront_model(**overrides)
+    assert wavefront.applies(model.encoder, True, 0)
+    fast = model.encode(SOURCE)[0].numpy()
+    slow = masked_encode(model, monkeypatch).numpy()
+    assert np.abs(slow).max() > 0.1
+    np.testing.assert_allclose(fast * REAL, slow * REAL, atol=2e-5)
+
+
+def test_logits_and_greedy_decodes_are_unchanged(monkeypatch):
+    """The whole model at evaluation: teacher-forced logits agree."""
+    model = wavefront_model(position_embedding="none", max_relative_position=2)
+    features = {"inputs": SOURCE, "targets": tf.constant([[5, 1], [7, 1], [4, 1]])}
+    fast = model(features).numpy()
+    with monkeypatch.context() as patch:
+        patch.setattr(wavefront, "applies", lambda *args: False)
+        slow = model(features).numpy()
+    np.testing.assert_allclose(fast, slow, atol=1e-4)
+
+
+def test_training_gradients_are_unchanged(monkeypatch):
+    """Dropout 0: the gradients of a loss on the real positions agree with the
+    masked loop's, for every weight of the encoder's block and norms."""
+    model = wavefront_model(position_embedding="none", max_relative_position=2)
+
+    def gradients():
+        with tf.GradientTape() as tape:
+            encoded = model.encode_with_stats(SOURCE, training=True)[0]
+            loss = tf.reduce_sum(tf.sin(encoded) * REAL)
+        found = tape.gradient(loss, model.trainable_variables)
+        return [None if g is None else tf.convert_to_tensor(g).numpy() for g in found]
+
+    fast = gradients()
+    with monkeypatch.context() as patch:
+        patch.setattr(wavefront, "applies", lambda *args: False)
+        slow = gradients()
+    variables = model.trainable_variables
+    reached = [i for i, g in enumerate(slow) if g is not None and np.abs(g).max() > 0]
+    # Every weight of the encoder stack has a gradient.
+    assert {id(v) for v in model.encoder.trainable_variables} <= {id(variables[i]) for i in reached}
+    for i in reached:
+        np.testing.assert_allclose(fast[i], slow[i], atol=1e-4, err_msg=variables[i].path)
+
+
+def test_one_step_each_by_hand():
+    """Strictly rising steps over each row's real positions; padding may tie."""
+    real = tf.constant([[1, 1, 1, 0], [1, 1, 1, 1]])
+    assert wavefront.one_step_each(tf.constant([[2, 3, 4, 4], [2, 3, 4, 5]]), real)
+    assert not wavefront.one_step_each(tf.constant([[2, 3, 4, 4], [2, 3, 4, 4]]), real)
+    assert not wavefront.one_step_each(tf.constant([[2, 2, 3, 3], [2, 3, 4, 5]]), real)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"rec_steps_per_symbol": 0.5},  # two positions a step
+        {"num_rec_steps": 5},  # the cap reached by the 7-position row
+    ],
+)
+def test_shared_steps_fall_back_to_the_masked_loop(overrides, monkeypatch):
+    """Where two real positions share a step the recurrence over positions
+    would not be exact: the graph takes the masked loop, and the outputs match it."""
+    model = wavefront_model(position_embedding="none", max_relative_position=2, **overrides)
+    steps = model.encoder.row_steps(tf.constant([7, 3, 5]), None, tf.constant(7))
+    assert not wavefront.one_step_each(steps, tf.constant(REAL[..., 0], tf.int32))
+    fast = model.encode(SOURCE)[0].numpy()
+    slow = masked_encode(model, monkeypatch).numpy()
+    np.testing.assert_allclose(fast * REAL, slow * REAL, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"step_timing_signal_type": "sinusoid"},  # every finished key changes each step
+        {"rec_steps_window": 0},  # a position runs all its steps
+        {"transformer_ffn_type": "sepconv"},  # a transition that reads its neighbours
+    ],
+)
+def test_it_applies_only_where_the_block_input_is_fixed(overrides):
+    model = wavefront_model(**overrides)
+    assert not wavefront.applies(model.encoder, True, 0)
+    assert not wavefront.applies(wavefront_model().encoder, False, 0)  # not causal
