@@ -130,31 +130,18 @@ class UniversalTransformer(transformer.Transformer):
         lengths = tf.reduce_sum(tf.cast(nonpadding, tf.int32), 1)  # [B]
         self_bias = self.encoder_self_bias(bias)
         row_steps = self.encoder.row_steps(lengths, jitter, tf.shape(x)[1])  # [B] or [B, S]
-
-        def masked():
-            return self.encoder.apply(
-                x,
-                lambda h: self.encoder.block(h, self_bias, mask, training=training),
-                position_start,
-                nonpadding,
-                training=training,
-                row_steps=row_steps,
-            )
-
         if wavefront.applies(self.encoder, self.hparams.causal_encoder, position_start):
-            # The same outputs, one position at a time (layers/wavefront.py).
-            encoded = wavefront.encode(
-                self.encoder,
-                x,
-                bias,
-                nonpadding,
-                row_steps,
-                position_start,
-                lambda: masked()[0],
-                training,
-            )
+            # The masked loop's outputs, one position at a time (layers/wavefront.py).
+            encoded = wavefront.encode(self.encoder, x, bias, row_steps, position_start, training)
             return encoded, bias, None
-        encoded, stats = masked()
+        encoded, stats = self.encoder.apply(
+            x,
+            lambda h: self.encoder.block(h, self_bias, mask, training=training),
+            position_start,
+            nonpadding,
+            training=training,
+            row_steps=row_steps,
+        )
         return encoded, bias, stats
 
     def decode_with_stats(
