@@ -1,4 +1,4 @@
-"""The wavefront's inference path (layers/wavefront.py) against the stack's masked loop."""
+"""The wavefront one position at a time (layers/wavefront.py) against the stack's masked loop."""
 
 import numpy as np
 import pytest

@@ -125,15 +125,15 @@ class UniversalTransformer(transformer.Transformer):
         position_start = self.encoder_positions(inputs, position_start)
         x, nonpadding = self.embed_inputs(inputs)  # [B, S, C], [B, S]
         bias = masks.nonpadding_bias(nonpadding)
-        mask = nonpadding[..., tf.newaxis]  # [B, S, 1]
         x = self.input_dropout(x, training=training)
         lengths = tf.reduce_sum(tf.cast(nonpadding, tf.int32), 1)  # [B]
-        self_bias = self.encoder_self_bias(bias)
         row_steps = self.encoder.row_steps(lengths, jitter, tf.shape(x)[1])  # [B] or [B, S]
         if wavefront.applies(self.encoder, self.hparams.causal_encoder, position_start):
             # The masked loop's outputs, one position at a time (layers/wavefront.py).
             encoded = wavefront.encode(self.encoder, x, bias, row_steps, position_start, training)
             return encoded, bias, None
+        self_bias = self.encoder_self_bias(bias)  # the masked loop's [B, 1, S, S] under causal
+        mask = nonpadding[..., tf.newaxis]  # [B, S, 1]
         encoded, stats = self.encoder.apply(
             x,
             lambda h: self.encoder.block(h, self_bias, mask, training=training),
