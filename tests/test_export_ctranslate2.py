@@ -29,13 +29,19 @@ def _tokens(ids, tokens):
         "pre,position_embedding=learned,max_length=8",
         "pre,position_embedding=none",
         "pre,shared_embedding_and_softmax_weights=false",
+        "pre,position_embedding=none,max_relative_position=3",
+        "post,position_embedding=none,max_relative_position=2",
     ],
 )
 def test_every_token_log_prob_equals_teacher_forcing(norm_position, tmp_path):
     """An untrained model (weights are random, the mapping is what is tested):
     CTranslate2's log-probability of every target token, EOS included, equals
     t2t_lite's teacher-forced one, for sources and targets of mixed lengths
-    (with a learned table of 8 positions too: the 12-token pairs read past it)."""
+    (with a learned table of 8 positions too: the 12-token pairs read past it;
+    relative positions: distances past the clip). Then CTranslate2's greedy
+    search, one cached step at a time: each token it picks is t2t_lite's argmax
+    on that prefix (up to a near-tie), and its score is t2t_lite's summed
+    log-prob of the output."""
     exp = experiment.Experiment.resolve(
         "transformer",
         "test_identity_small",
@@ -64,6 +70,23 @@ def test_every_token_log_prob_equals_teacher_forcing(norm_position, tmp_path):
         log_probs = tf.nn.log_softmax(model(features)).numpy()[0]  # [T, V]
         expected = [log_probs[t, i] for t, i in enumerate(sequences.with_eos(target))]
         np.testing.assert_allclose(result.log_probs, expected, atol=1e-4)
+    max_length = 14
+    greedy = translator.translate_batch(
+        [_tokens(s, tokens) for s, _ in pairs],
+        beam_size=1,
+        max_decoding_length=max_length,
+        min_decoding_length=0,  # EOS allowed from the first step, as in t2t_lite
+        length_penalty=0.0,  # the summed log-prob
+        return_scores=True,
+    )
+    for (source, _), result in zip(pairs, greedy, strict=True):
+        output = [tokens.index(token) for token in result.hypotheses[0]]
+        ended = len(output) < max_length  # else stopped by the length, no EOS scored
+        picked = output + [sequences.EOS_ID] * ended
+        log_probs = _log_probs(model, source, output)[: len(picked)]  # [T, V]
+        chosen = log_probs[np.arange(len(picked)), picked]
+        assert np.all(log_probs.max(axis=-1) - chosen < NEAR_TIE), (source, output)
+        np.testing.assert_allclose(result.scores[0], chosen.sum(), atol=1e-3)
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +232,7 @@ def test_a_ctranslate2_export_is_written_through_gfile(copy_run):
         ({"attention_key_channels": 8}, "attention_key_channels"),
         ({"causal_encoder": True}, "causal_encoder=True"),
         ({"attention_length_scale": 40}, "attention_length_scale=40"),
-        ({"max_relative_position": 4}, "max_relative_position=4"),
+        ({"max_relative_position": 4}, "max_relative_position=4 with position_embedding="),
     ],
 )
 def test_positions_ctranslate2_cannot_express_are_refused(overrides, named):

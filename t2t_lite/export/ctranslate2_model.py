@@ -5,10 +5,15 @@ linear weights are [out, in]):
 
 - the source embedding, target embedding and output projection (no bias):
   one shared matrix, or three with shared_embedding_and_softmax_weights=False;
-  CTranslate2 scales embeddings by sqrt(C) as t2t_lite does;
+  CTranslate2 scales embeddings by sqrt(C) as t2t_lite does; the embedding
+  tables' PAD row is zeros, as t2t_lite embeds PAD;
 - the timing signal as an explicit position table (tensor2tensor's
   [sin, cos] layout; a learned table's rows, its last repeated past its end)
   of `max_positions` rows, so no engine default is assumed;
+- or, with max_relative_position=k and position_embedding=none, no table:
+  each self-attention's relative key and value tables ([2k+1, depth], row
+  k + clip(j - i, -k, k)), which CTranslate2 indexes as t2t_lite does, the
+  cached decoding steps included;
 - self-attention: query, key and value fused into one [3C, C] projection;
   encoder-decoder attention: the query, then key and value fused [2C, C];
   CTranslate2 scales queries by 1/sqrt(depth) as t2t_lite does;
@@ -93,6 +98,14 @@ def _numpy(variable) -> np.ndarray:
     return np.asarray(tf.cast(variable, tf.float32).numpy(), np.float32)
 
 
+def _embedding_table(layer) -> np.ndarray:
+    """[V, C] as CTranslate2 reads it: t2t_lite embeds PAD (a hypothesis may
+    pick it before EOS) as zeros, so its row is zeros here, not the softmax's."""
+    table = _numpy(layer.weights_matrix).copy()
+    table[sequences.PAD_ID] = 0.0
+    return table
+
+
 def _linear(spec, *dense_layers) -> None:
     """One CTranslate2 linear layer from Keras Dense layers fused along outputs."""
     spec.weight = np.concatenate([_numpy(d.kernel).T for d in dense_layers], axis=0)
@@ -110,6 +123,11 @@ def _self_attention(spec, block) -> None:
     _norm(spec.layer_norm, block.self_attention_residual.norm)
     _linear(spec.linear[0], attention.query, attention.key, attention.value)
     _linear(spec.linear[1], attention.output_projection)
+    if attention.max_relative_position:
+        # Shaw et al.'s tables, one row per clipped distance j - i + k, as
+        # CTranslate2 indexes them: [2k+1, Dk] and [2k+1, D].
+        spec.relative_position_keys = _numpy(attention.relative_keys)
+        spec.relative_position_values = _numpy(attention.relative_values)
 
 
 def _ffn(spec, block) -> None:
@@ -123,6 +141,7 @@ def _inexpressible(hp) -> list[tuple[bool, str]]:
     coupled = f"position_coupling={hp.position_coupling!r}"
     keys = f"{hp.attention_key_channels} wide and its values {hp.hidden_size}"
     scale = f"attention_length_scale={hp.attention_length_scale}"
+    both = f"max_relative_position={hp.max_relative_position} with position_embedding={hp.position_embedding!r}"
     return [
         (hp.position_coupling != "none", f"the run's decoder positions are coupled ({coupled})"),
         (hp.position_every_layer, "the run adds positions before every layer (position_every_layer=True)"),
@@ -133,8 +152,8 @@ def _inexpressible(hp) -> list[tuple[bool, str]]:
         ),
         (hp.attention_length_scale != 0, f"the run scales attention by the keys seen ({scale})"),
         (
-            hp.max_relative_position != 0,
-            f"the run's self-attention has relative positions (max_relative_position={hp.max_relative_position})",
+            hp.max_relative_position != 0 and hp.position_embedding != "none",
+            f"the run adds absolute positions to its relative ones ({both})",
         ),
     ]  # fmt: skip
 
@@ -155,10 +174,13 @@ def build_spec(model, tokens: list[str], max_positions: int):
             f"the vocabulary has {len(tokens)} tokens ({len(set(tokens))} distinct); "
             f"the model has {model.vocab_size} ids"
         )
+    relative = hp.max_relative_position != 0  # then no absolute positions (refused above)
     spec = ct2.specs.TransformerSpec.from_config(
-        (hp.encoder_layers, hp.decoder_layers), hp.num_heads, pre_norm=pre_norm
+        (hp.encoder_layers, hp.decoder_layers),
+        hp.num_heads,
+        with_relative_position=relative,
+        pre_norm=pre_norm,
     )
-    matrix = _numpy(model.embedding.weights_matrix)  # [V, C]: the target's embedding
     if hp.position_embedding == "learned":  # past the table: its last row, as in t2t_lite
         positions = model.positions.signal(max_positions)[0].numpy()  # [P, C]
     elif hp.position_embedding == "none":  # a table of zeros adds nothing
@@ -166,11 +188,12 @@ def build_spec(model, tokens: list[str], max_positions: int):
     else:
         positions = embedding.timing_signal(max_positions, hp.hidden_size)[0].numpy()  # [P, C]
     encoder, decoder = spec.encoder, spec.decoder
-    encoder.embeddings[0].weight = _numpy(model.source_embedding.weights_matrix)
-    decoder.embeddings.weight = matrix
+    encoder.embeddings[0].weight = _embedding_table(model.source_embedding)
+    decoder.embeddings.weight = _embedding_table(model.embedding)
     decoder.projection.weight = _numpy(model.softmax.weights_matrix)
-    encoder.position_encodings.encodings = positions
-    decoder.position_encodings.encodings = positions
+    if not relative:
+        encoder.position_encodings.encodings = positions
+        decoder.position_encodings.encodings = positions
     decoder.start_from_zero_embedding = True
     if pre_norm:
         _norm(encoder.layer_norm, model.encoder.final_norm)
