@@ -28,10 +28,16 @@ def test_decode_only_rows_reuse_the_base_runs_and_bleu_is_sacrebleus_on_raw_text
     # One training run; the greedy and averaged rows decode it.
     assert sorted(os.listdir(os.path.join(out, "translate_from_files"))) == ["t3_base"]
     assert os.path.exists(os.path.join(run, "averaged", "model.ckpt-6.index"))
-    lines = table.splitlines()
+    main, versus = table.split("\n\n")
+    lines = main.splitlines()
     assert [line.split(" | ")[1] for line in lines[2:]] == [
         translation.TABLE3[key].label for key in models
     ]
+    # Then the decode-only rows against the base, on its one run.
+    assert [line.split(" | ")[0][2:] for line in versus.splitlines()[2:]] == [
+        translation.TABLE3[key].label for key in models[1:]
+    ]
+    assert all(line.endswith("| - / one seed |") for line in versus.splitlines()[2:])
     assert lines[2].endswith("| 4.92 | 25.8 |")  # the paper's base row
     assert lines[2].split(" | ")[3] == "6"  # the steps it trained, and for how long:
     seconds = json.loads(
@@ -140,3 +146,55 @@ def test_table7_prints_steps_and_the_adaptive_uts_ponder_time_per_token():
     assert "| 1.93M | 1450 [1400, 1526] | 45.0 [44.9, 45.3] | 13.00 [12.00, 14.00] |" in lines[3]
     # Table 3's rows have no ACT: no column.
     assert "ponder" not in translation.markdown(table[:1], "dev")
+
+
+def test_each_variation_is_read_against_the_base_beside_the_papers_difference():
+    """Figures by hand. The base: PPL 11.0 [10.9, 11.2], BLEU 24.4 [23.8, 25.4]
+    (paper 4.92 / 25.8). d_k=16: PPL 11.6 [11.59, 11.63], +0.60 against the
+    paper's +0.09, ranges apart; BLEU 23.2 [23.1, 23.9], -1.2 against the paper's
+    -0.4, ranges overlapping at 23.8-23.9. Learned positions: the paper's PPL
+    does not move (4.92), its BLEU -0.1; ours +0.2 BLEU, the other way. Greedy
+    decodes the base's own runs: paired by seed, -1.0, -0.5 and +0.2 BLEU, so
+    not every seed; a row with one seed says so."""
+    rows = translation.ROWS
+    figures = translation.Figures
+
+    def runs(ppl, bleu):
+        return [figures(k + 1, f"r{k}", p, b, 1.9e6, 3000, 50.0) for k, (p, b) in
+                enumerate(zip(ppl, bleu, strict=True))]  # fmt: skip
+
+    base = runs([11.2, 10.9, 11.0], [23.8, 24.4, 25.4])
+    greedy = [
+        figures(f.seed, f.run_dir, None, f.bleu + d, 1.9e6, 3000, 50.0)
+        for f, d in zip(base, (-1.0, -0.5, 0.2), strict=True)
+    ]
+    table = [
+        (rows["t3_base"], base),
+        (rows["t3_keys16"], runs([11.59, 11.63, 11.6], [23.1, 23.9, 23.2])),
+        (rows["t3_learned"], runs([9.7, 9.8, 9.75], [24.6, 24.5, 24.7])),
+        (rows["t3_greedy"], greedy),
+        (rows["t3_layers1"], runs([13.1], [22.7])),
+    ]
+    text = translation.markdown(table, "dev")
+    lines = text.split("\n\n")[1].splitlines()
+    assert lines[0] == (
+        "| variation | minus | dev PPL | paper PPL | dev BLEU | paper BLEU "
+        "| the paper's direction (PPL / BLEU) | beyond the seeds' spread (PPL / BLEU) |"
+    )
+    base_label = rows["t3_base"].label
+    assert lines[2] == (
+        f"| d_k=16 | {base_label} | +0.60 | +0.09 | -1.2 | -0.4 | yes / yes | apart / overlap |"
+    )
+    assert lines[3] == (
+        f"| learned positions | {base_label} | -1.25 | +0.00 | +0.2 | -0.1 "
+        "| none in the paper / no | apart / overlap |"
+    )
+    assert lines[4] == (
+        f"| greedy (base: beam 4, alpha 0.6) | {base_label} | - | - | -0.5 | - "
+        "| - / - | - / not every seed |"
+    )
+    assert lines[5] == (
+        f"| N=1 | {base_label} | +2.10 | +1.19 | -1.7 | -2.1 | yes / yes | one seed / one seed |"
+    )
+    # No reference row, no comparison.
+    assert "\n\n" not in translation.markdown(table[1:], "dev")

@@ -116,6 +116,8 @@ TABLE7 = {
 }
 ROWS = {**TABLE3, **TABLE7}
 TABLES = {"table3": list(TABLE3), "table7": list(TABLE7)}
+# The row each table's variations are read against.
+REFERENCE = {"table3": "t3_base", "table7": "t7_transformer"}
 
 
 def is_translation(models: list[str]) -> bool:
@@ -230,7 +232,7 @@ def _paper(value: float | None) -> str:
 def markdown(table: list, split: str) -> str:
     """The rows beside the paper's: params, training steps and minutes, perplexity and BLEU,
     median [range] over seeds; with an adaptive row (Table 7), its ponder time per
-    token, encoder / decoder."""
+    token, encoder / decoder. Then each variation against its reference row."""
     pondered = any(f.ponder is not None for _, figures in table for f in figures)
     ponder_head = f" {split} ponder time (enc / dec) |" if pondered else ""
     lines = [
@@ -261,4 +263,79 @@ def markdown(table: list, split: str) -> str:
                 else " - |"
             )
         lines.append(line)
-    return "\n".join(lines)
+    versus = against_reference(table, split)
+    return "\n".join(lines) + (f"\n\n{versus}" if versus else "")
+
+
+def _reference(row: Row) -> str:
+    """The key of the row a row is read against."""
+    in_table3 = any(row is other for other in TABLE3.values())
+    return REFERENCE["table3" if in_table3 else "table7"]
+
+
+def _beyond(ours: list[float], base: list[float], paired: bool) -> str:
+    """Whether a difference is larger than the seeds' spread: unpaired, the two
+    ranges apart; paired (a decode-only row on the reference's own runs), every
+    seed's difference of the median's sign."""
+    if min(len(ours), len(base)) < 2:
+        return "one seed"
+    if paired:
+        diffs = [a - b for a, b in zip(ours, base, strict=True)]
+        side = seed_stats.median(diffs) > 0
+        return "every seed" if all(d != 0 and (d > 0) == side for d in diffs) else "not every seed"
+    return "apart" if max(ours) < min(base) or min(ours) > max(base) else "overlap"
+
+
+def _versus(ours: list[float], base: list[float], ours_paper, base_paper, paired, digits):
+    """(our median difference, the paper's, whether its direction holds, beyond the spread)."""
+    if not ours or not base:
+        return "-", "-", "-", "-"
+    delta = seed_stats.median(ours) - seed_stats.median(base)
+    if ours_paper is None or base_paper is None:
+        paper, direction = "-", "-"
+    else:
+        paper_delta = ours_paper - base_paper
+        paper = f"{paper_delta:+.{digits}f}"
+        direction = (
+            "none in the paper"
+            if paper_delta == 0
+            else ("yes" if delta * paper_delta > 0 else "no")
+        )
+    return f"{delta:+.{digits}f}", paper, direction, _beyond(ours, base, paired)
+
+
+def against_reference(table: list, split: str) -> str:
+    """Each variation against its table's reference row (Table 3's base, Table 7's
+    Transformer), median minus median, beside the paper's difference: whether the
+    paper's direction holds and whether the difference is beyond the seeds' spread.
+    "" when the table holds no reference row."""
+    present = {id(row): figures for row, figures in table}
+    lines = []
+    for row, figures in table:
+        key = _reference(row)
+        reference = ROWS[key]
+        if row is reference or id(reference) not in present:
+            continue
+        base = present[id(reference)]
+        paired = row.trains_as == key
+        if paired:  # the same runs, seed for seed
+            by_seed = {f.seed: f for f in base}
+            base = [by_seed[f.seed] for f in figures]
+        ppl = _versus(
+            [] if row.trains_as else [f.perplexity for f in figures if f.perplexity is not None],
+            [f.perplexity for f in base if f.perplexity is not None],
+            row.paper[0], reference.paper[0], paired, 2,
+        )  # fmt: skip
+        bleu = _versus([f.bleu for f in figures], [f.bleu for f in base],
+                       row.paper[1], reference.paper[1], paired, 1)  # fmt: skip
+        lines.append(
+            f"| {row.label} | {reference.label} | {ppl[0]} | {ppl[1]} | {bleu[0]} | {bleu[1]} "
+            f"| {ppl[2]} / {bleu[2]} | {ppl[3]} / {bleu[3]} |"
+        )
+    if not lines:
+        return ""
+    head = (
+        f"| variation | minus | {split} PPL | paper PPL | {split} BLEU | paper BLEU "
+        "| the paper's direction (PPL / BLEU) | beyond the seeds' spread (PPL / BLEU) |"
+    )
+    return "\n".join([head, "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |", *lines])
