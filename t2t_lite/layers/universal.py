@@ -239,13 +239,17 @@ class UniversalStack(keras.layers.Layer):
         A scalar position_start is every step's first position; a vector
         [max_steps] gives step t its own, position_start[t - 1].
         """
-        per_step = isinstance(position_start, tf.Tensor) and position_start.shape.rank == 1
-        if self.use_positions and per_step:
+        if self.positions_per_step(position_start):
             return lambda step: embedding.timing_signal(
                 length, channels, start=tf.gather(position_start, step - 1)
             )
         fixed = self.position_table(length, channels, position_start)
         return lambda step: fixed
+
+    def positions_per_step(self, position_start) -> bool:
+        """Whether each step reads positions of its own (a vector position_start)."""
+        vector = isinstance(position_start, tf.Tensor) and position_start.shape.rank == 1
+        return self.use_positions and vector
 
     def position_table(self, length, channels: int, position_start) -> tf.Tensor:
         """Every step's position signal [1, L, C] for a position_start that is

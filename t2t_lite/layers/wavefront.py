@@ -34,7 +34,6 @@ from t2t_lite.layers import attention, universal
 def applies(stack: universal.UniversalStack, causal: bool, position_start) -> bool:
     """Whether `encode` may stand for `stack.apply` (a Python check)."""
     depth = stack.depth
-    per_step_positions = isinstance(position_start, tf.Tensor) and position_start.shape.rank == 1
     return (
         causal
         and depth is not None
@@ -42,7 +41,7 @@ def applies(stack: universal.UniversalStack, causal: bool, position_start) -> bo
         and depth.window == 1
         and stack.halting is None
         and stack.step_signal.kind == "none"
-        and not (stack.use_positions and per_step_positions)
+        and not stack.positions_per_step(position_start)
         and getattr(stack.block.ffn, "position_wise", False)
     )
 
