@@ -16,7 +16,7 @@ from absl import logging
 from t2t_lite import experiment, files, run_lock
 from t2t_lite import run_dir as run_dir_lib
 from t2t_lite.data import problem as problem_lib
-from t2t_lite.reproduction import babi_report, greedy, seed_stats, translation
+from t2t_lite.reproduction import babi_report, greedy, lead, seed_stats, translation
 from t2t_lite.reproduction.entries import ENTRIES, Entry, parse_entries
 from t2t_lite.reproduction.paper import paper_figures, task_of
 from t2t_lite.run_dir import METRICS_FILE, METRICS_SOURCE
@@ -196,7 +196,7 @@ def compare(
     else:
         if greedy_examples:
             add_greedy(rows, data_dir, greedy_examples)
-        table = markdown_table(rows)
+        table = markdown_table(rows) + lead.section(rows)
         if rows:
             write_plots(rows, output_dir)
     table += missing_note(left_out)
