@@ -158,6 +158,16 @@ def _inexpressible(hp) -> list[tuple[bool, str]]:
     ]  # fmt: skip
 
 
+def _position_table(model, max_positions: int) -> np.ndarray:
+    """The absolute positions t2t_lite adds, as a table [P, C]."""
+    hp = model.hparams
+    if hp.position_embedding == "learned":  # past the table: its last row, as in t2t_lite
+        return model.positions.signal(max_positions)[0].numpy()
+    if hp.position_embedding == "none":  # a table of zeros adds nothing
+        return np.zeros([max_positions, hp.hidden_size], np.float32)
+    return embedding.timing_signal(max_positions, hp.hidden_size)[0].numpy()
+
+
 def build_spec(model, tokens: list[str], max_positions: int):
     """The CTranslate2 TransformerSpec of a built t2t_lite Transformer, vocabulary registered."""
     ct2 = library()
@@ -181,17 +191,12 @@ def build_spec(model, tokens: list[str], max_positions: int):
         with_relative_position=relative,
         pre_norm=pre_norm,
     )
-    if hp.position_embedding == "learned":  # past the table: its last row, as in t2t_lite
-        positions = model.positions.signal(max_positions)[0].numpy()  # [P, C]
-    elif hp.position_embedding == "none":  # a table of zeros adds nothing
-        positions = np.zeros([max_positions, hp.hidden_size], np.float32)  # [P, C]
-    else:
-        positions = embedding.timing_signal(max_positions, hp.hidden_size)[0].numpy()  # [P, C]
     encoder, decoder = spec.encoder, spec.decoder
     encoder.embeddings[0].weight = _embedding_table(model.source_embedding)
     decoder.embeddings.weight = _embedding_table(model.embedding)
     decoder.projection.weight = _numpy(model.softmax.weights_matrix)
     if not relative:
+        positions = _position_table(model, max_positions)  # [P, C]
         encoder.position_encodings.encodings = positions
         decoder.position_encodings.encodings = positions
     decoder.start_from_zero_embedding = True
