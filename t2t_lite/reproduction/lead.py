@@ -18,10 +18,9 @@ METRICS = (("accuracy", "char-acc"), ("greedy_accuracy", "greedy char-acc"))
 
 def _values(row: dict, split: str, key: str) -> list[float] | None:
     """One value per seed, or None where a seed lacks the figure."""
-    per_seed = seed_stats.per_seed(row)
-    if any(key not in results.get(split, {}) for results in per_seed):
+    if any(key not in results.get(split, {}) for results in seed_stats.per_seed(row)):
         return None
-    return [results[split][key] for results in per_seed]
+    return seed_stats.values(row, lambda results: results[split][key])
 
 
 def _lead(uts: list[tuple[str, list]], others: list[tuple[str, list]]) -> str:
@@ -29,10 +28,10 @@ def _lead(uts: list[tuple[str, list]], others: list[tuple[str, list]]) -> str:
     label, best = max(uts, key=lambda pair: seed_stats.median(pair[1]))
     rival, rival_values = max(others, key=lambda pair: seed_stats.median(pair[1]))
     delta = seed_stats.median(best) - seed_stats.median(rival_values)
-    if min(len(values) for _, values in [(label, best), *others]) < 2:
+    if min(len(best), *(len(values) for _, values in others)) < 2:
         spread = "one seed"
     else:
-        apart = all(min(best) > max(values) for _, values in others)
+        apart = all(seed_stats.above(best, values) for _, values in others)
         spread = "apart" if apart else "overlap"
     return f"{label}: {delta:+.2f} over {rival}, {spread}"
 

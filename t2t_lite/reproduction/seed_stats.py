@@ -39,3 +39,9 @@ def spread(numbers: list[float], digits: int = 2) -> str:
 def median(numbers: list[float]) -> float:
     """The median (what a plot draws for several seeds)."""
     return float(statistics.median(numbers))
+
+
+def above(higher: list[float], lower: list[float]) -> bool:
+    """Whether every value of `higher` exceeds every value of `lower` (their seed
+    ranges do not overlap, `higher`'s on top)."""
+    return min(higher) > max(lower)

@@ -283,7 +283,8 @@ def _beyond(ours: list[float], base: list[float], paired: bool) -> str:
         diffs = [a - b for a, b in zip(ours, base, strict=True)]
         side = seed_stats.median(diffs) > 0
         return "every seed" if all(d != 0 and (d > 0) == side for d in diffs) else "not every seed"
-    return "apart" if max(ours) < min(base) or min(ours) > max(base) else "overlap"
+    apart = seed_stats.above(ours, base) or seed_stats.above(base, ours)
+    return "apart" if apart else "overlap"
 
 
 def _versus(ours: list[float], base: list[float], ours_paper, base_paper, paired, digits):
