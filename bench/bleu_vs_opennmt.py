@@ -22,13 +22,18 @@ virtual environment (torch below 2.3, numpy below 2), named by --onmt_python:
 
 A run that is stopped (SIGTERM, Ctrl-C, a lost machine) is continued by the
 same command: each side goes on from its newest checkpoint, with its wall
-time so far kept in W (`resumable`); a longer --steps or --minutes extends a
-finished comparison. Other settings or input files in the same W are refused.
+time at that checkpoint kept in W (`resumable`); a longer --steps or
+--minutes extends a finished comparison. Other settings or input files in
+the same W are refused. Each point's wall seconds are those its checkpoint
+was written at.
+
+--curve_every=N adds both sides' dev BLEU at every N-th step's checkpoint
+(the first --curve_examples dev pairs, the test decode's search): where
+each one flattens, measured the same way for both.
 """
 
 import json
 import os
-import subprocess
 import sys
 
 from absl import app, flags
@@ -36,6 +41,7 @@ from absl import app, flags
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import resumable
+import translation_sides
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("train", None, "SOURCE,TARGET text files, aligned line by line.")
@@ -65,13 +71,16 @@ flags.DEFINE_integer(
     "t2t_lite's dev loss and greedy dev BLEU every N steps (0: none; the "
     "evaluations count against its --minutes budget, OpenNMT-py validates never).",
 )
+flags.DEFINE_integer(
+    "curve_every",
+    0,
+    "After training, dev BLEU of both sides at every N-th step's checkpoint (a multiple "
+    "of --save_every) and at the newest: each one's curve, to show where it flattens.",
+)
+flags.DEFINE_integer("curve_examples", 500, "Dev pairs (the first ones) each curve point decodes.")
 flags.mark_flags_as_required(["train", "dev", "test", "work_dir"])
 
 PROBLEM = "translate_from_files"
-
-
-def _t2t(name: str) -> str:
-    return os.path.join(os.path.dirname(sys.executable), name)
 
 
 def prepare(work: str) -> tuple[str, list[str]]:
@@ -95,7 +104,7 @@ def tokenize_for_onmt(work: str, tokens: list[str]) -> dict[str, str]:
     out = {}
     for split, paths in (("train", FLAGS.train), ("valid", FLAGS.dev), ("test", FLAGS.test)):
         for side, path in zip(("src", "tgt"), paths, strict=True):
-            lines = _lines(path)
+            lines = translation_sides.lines(path)
             if split == "train":  # in a seeded random order, as t2t_lite's datagen writes it
                 lines = [lines[i] for i in _order(len(lines))]
             pieces = []
@@ -201,7 +210,7 @@ def main(argv):
         f"learning_rate_constant={FLAGS.learning_rate}"
     )
     t2t_command = [
-        _t2t("t2t-train"), f"--problem={PROBLEM}", "--model=transformer",
+        translation_sides.t2t_binary("t2t-train"), f"--problem={PROBLEM}", "--model=transformer",
         "--hparams_set=transformer_tiny", f"--hparams={hparams}", f"--data_dir={data_dir}",
         f"--output_dir={run_dir}", f"--train_steps={FLAGS.steps}",
         f"--train_minutes={FLAGS.minutes}", f"--random_seed={FLAGS.seed}",
@@ -209,32 +218,41 @@ def main(argv):
         f"--eval_bleu_examples={300 if FLAGS.eval_every else 0}",
         f"--save_checkpoints_steps={FLAGS.save_every}", "--keep_checkpoint_max=1000",
     ]  # fmt: skip
-    jobs = {}
+    jobs, files = {}, {}
     if _t2t_due(run_dir, budget):  # t2t-train resumes from its run dir by itself
+        newest = translation_sides.t2t_steps(run_dir)
+        if newest:
+            clock.rewind("t2t_lite", newest[-1])
         jobs["t2t_lite"] = resumable.start(t2t_command, os.path.join(work, "t2t_train.log"), 0)
         clock.start("t2t_lite")
     if FLAGS.onmt_python:
         files = tokenize_for_onmt(work, tokens)
         config = write_onmt_config(work, files)
         onmt = os.path.join(os.path.dirname(FLAGS.onmt_python), "onmt_train")
+        saved = translation_sides.onmt_steps(work)
+        if saved:  # it goes on from there: what came after was lost with the stop
+            clock.rewind("opennmt_py", saved[-1])
         left = budget - clock.total("opennmt_py")
-        saved = _onmt_steps(work)
         if (not saved or saved[-1] < FLAGS.steps) and (not budget or left > 0):
             # From its newest checkpoint, optimizer and step count included.
-            resume = ["-train_from", _onmt_checkpoint(work, saved[-1])] if saved else []
+            checkpoint = translation_sides.onmt_checkpoint(work, saved[-1]) if saved else None
+            resume = ["-train_from", checkpoint] if saved else []
             limit = ["timeout", "-s", "TERM", f"{int(left)}"] if budget else []
             command = [*limit, onmt, "-config", config, *resume]
             jobs["opennmt_py"] = resumable.start(command, os.path.join(work, "onmt_train.log"), 1)
             clock.start("opennmt_py")
-    resumable.wait(jobs, clock)
+    listed = {
+        "t2t_lite": lambda: translation_sides.t2t_steps(run_dir),
+        "opennmt_py": lambda: translation_sides.onmt_steps(work),
+    }
+    resumable.wait(jobs, clock, listed)
     if "t2t_lite" in jobs and jobs["t2t_lite"][0].returncode != 0:
         raise SystemExit(f"t2t-train failed; see {work}/t2t_train.log")
-    references = _lines(FLAGS.test[1])
+    references = translation_sides.lines(FLAGS.test[1])
     result = {"benchmark": "bleu_vs_opennmt", "machine": common.machine(), "seed": FLAGS.seed}
-    seconds = {name: clock.total(name) for name in ("t2t_lite", "opennmt_py")}
-    steps = {"t2t_lite": _t2t_steps(run_dir)}
+    steps = {"t2t_lite": translation_sides.t2t_steps(run_dir)}
     if FLAGS.onmt_python:
-        steps["opennmt_py"] = _onmt_steps(work)
+        steps["opennmt_py"] = translation_sides.onmt_steps(work)
         if not steps["opennmt_py"]:
             raise SystemExit(f"OpenNMT-py wrote no checkpoint; see {work}/onmt_train.log")
     # Each one's newest checkpoint (the budget's end: equal time under --minutes), and
@@ -243,22 +261,19 @@ def main(argv):
     common_steps = set.intersection(*(set(saved) for saved in steps.values()))
     if len(steps) > 1 and common_steps and len(set(points["budget"].values())) > 1:
         points["equal_steps"] = {name: max(common_steps) for name in steps}
-    scored = {}  # (side, step) -> scores: a step both points name is decoded once
+    decoded = {}  # (side, step) -> translations: a step both points name is decoded once
     for point, at in points.items():
-        key = ("t2t_lite", at["t2t_lite"])
-        if key not in scored:
-            scored[key] = _t2t_side(run_dir, at["t2t_lite"], references, seconds, point)
-        sides = {"t2t_lite": scored[key]}
-        if FLAGS.onmt_python:
-            key = ("opennmt_py", at["opennmt_py"])
-            if key not in scored:
-                scored[key] = _onmt_side(work, files, references, seconds, at["opennmt_py"])
-            sides["opennmt_py"] = scored[key]
-        result[point] = sides
-        if "opennmt_py" in sides:
+        result[point] = {}
+        for side, step in at.items():
+            if (side, step) not in decoded:
+                decoded[side, step] = _test_decode(side, step, work, files, tokens)
+            result[point][side] = _point(side, step, decoded[side, step], references, clock)
+        if "opennmt_py" in at:
             result[point]["bleu_t2t_over_opennmt"] = round(
-                sides["t2t_lite"]["bleu"] - sides["opennmt_py"]["bleu"], 2
+                result[point]["t2t_lite"]["bleu"] - result[point]["opennmt_py"]["bleu"], 2
             )
+    if FLAGS.curve_every:
+        result["dev_curve"] = dev_curve(work, files, tokens, steps, clock)
     print(json.dumps(result))
 
 
@@ -267,86 +282,93 @@ def _t2t_due(run_dir: str, budget: float) -> bool:
     and, under --minutes, its recorded training time short of the budget."""
     from t2t_lite import run_dir as run_dir_lib
 
-    saved = _t2t_steps(run_dir)
+    saved = translation_sides.t2t_steps(run_dir)
     if not saved:
         return True
     trained = run_dir_lib.trained_seconds(run_dir, saved[-1])
     return saved[-1] < FLAGS.steps and (not budget or trained < budget)
 
 
-def _t2t_steps(run_dir: str) -> list[int]:
-    import glob
-    import re
-
-    found = glob.glob(os.path.join(run_dir, "model.ckpt-*.index"))
-    return sorted(int(re.search(r"-(\d+)\.index$", path).group(1)) for path in found)
-
-
-def _onmt_steps(work: str) -> list[int]:
-    import glob
-    import re
-
-    found = glob.glob(os.path.join(work, "onmt_model", "model_step_*.pt"))
-    return sorted(int(re.search(r"_(\d+)\.pt$", path).group(1)) for path in found)
-
-
-def _onmt_checkpoint(work: str, step: int) -> str:
-    return os.path.join(work, "onmt_model", f"model_step_{step}.pt")
-
-
-def _t2t_side(run_dir: str, step: int, references: list[str], seconds: dict, point: str):
-    out = os.path.join(os.path.dirname(run_dir), f"t2t_test.{point}.out")
-    subprocess.run(
-        [_t2t("t2t-decode"), f"--output_dir={run_dir}", f"--decode_from_file={FLAGS.test[0]}",
-         f"--decode_to_file={out}", f"--checkpoint_path={run_dir}/model.ckpt-{step}",
-         f"--decode_hparams=beam_size={FLAGS.beam_size},alpha={FLAGS.alpha}"],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    hypotheses = [line.split("\t")[0] for line in _lines(out)][: len(references)]
-    return _scores(hypotheses, references, step, seconds["t2t_lite"])
-
-
-def _lines(path: str) -> list[str]:
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().split("\n")
-    return lines[:-1] if lines and lines[-1] == "" else lines
-
-
-def _scores(hypotheses: list[str], references: list[str], step: int, seconds: float) -> dict:
-    import sacrebleu
-
+def _point(side: str, step: int, hypotheses: list[str], references, clock) -> dict:
+    """A side's test scores at `step`, with the wall seconds it had trained when that
+    checkpoint appeared (its total where the ledger did not see it)."""
+    seconds = clock.at(side, step)
+    seconds = clock.total(side) if seconds is None else seconds
     tokens = step * FLAGS.batch_tokens  # batch tokens, padding included, as OpenNMT counts
     return {
-        "bleu": round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2),
-        "chrf": round(sacrebleu.corpus_chrf(hypotheses, [references]).score, 2),
-        "steps": step,
-        "wall_seconds": seconds,
-        "batch_tokens_per_sec": round(tokens / max(seconds, 1e-9), 1),
-    }
+        **translation_sides.scores(hypotheses, references), "steps": step,
+        "wall_seconds": seconds, "batch_tokens_per_sec": round(tokens / max(seconds, 1e-9), 1),
+    }  # fmt: skip
 
 
-def _onmt_side(work: str, files: dict, references: list[str], seconds: dict, step: int) -> dict:
-    """Decodes the test file with OpenNMT-py's checkpoint of `step` and scores it."""
-    from t2t_lite.data import subword
-
-    checkpoint = _onmt_checkpoint(work, step)
+def _test_decode(side: str, step: int, work: str, files: dict, tokens: list[str]) -> list[str]:
+    run_dir = os.path.join(work, "t2t_run")
+    if side == "t2t_lite":
+        return translation_sides.t2t_decode(
+            run_dir, step, FLAGS.test[0], os.path.join(work, f"t2t_test.{step}.out"), _search()
+        )
     output = os.path.join(work, f"onmt_test.{step}.ids")
-    translate = os.path.join(os.path.dirname(FLAGS.onmt_python), "onmt_translate")
-    subprocess.run(
-        [translate, "-model", checkpoint, "-src", files["test.src"], "-output", output,
-         "-beam_size", str(FLAGS.beam_size), "-length_penalty", "wu", "-alpha", str(FLAGS.alpha),
-         "-batch_size", "32"],
-        check=True, capture_output=True,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    checkpoint = translation_sides.onmt_checkpoint(work, step)
+    return translation_sides.onmt_decode(
+        FLAGS.onmt_python, checkpoint, files["test.src"], output, tokens, FLAGS.beam_size,
+        FLAGS.alpha,
     )  # fmt: skip
-    tokenizer = subword.SubwordTokenizer(
-        subword.load(os.path.join(work, "data", f"{PROBLEM}.vocab"))
-    )
-    hypotheses = []
-    for line in _lines(output)[: len(references)]:
-        ids = [int(t) for t in line.split() if t.isdigit()]
-        hypotheses.append(tokenizer.decode(ids))
-    return _scores(hypotheses, references, step, seconds["opennmt_py"])
+
+
+def _search() -> str:
+    return f"beam_size={FLAGS.beam_size},alpha={FLAGS.alpha}"
+
+
+def dev_curve(work: str, files: dict, tokens: list[str], steps: dict, clock) -> dict:
+    """Dev BLEU of the first --curve_examples dev pairs at every --curve_every-th
+    saved step of each side and at its newest, with the test decode's search;
+    the two sides decode at once, one core and thread each. Each point is
+    kept in W/curve, so a rerun decodes only checkpoints it has not scored.
+    -> {side: [[step, wall seconds at that checkpoint or None, BLEU], ...]}."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from t2t_lite import files as storage
+
+    count = FLAGS.curve_examples
+    folder = os.path.join(work, "curve")
+    os.makedirs(folder, exist_ok=True)
+    references = translation_sides.lines(FLAGS.dev[1])[:count]
+    sources = {}
+    for side, path in (("t2t_lite", FLAGS.dev[0]), ("opennmt_py", files.get("valid.src"))):
+        if side in steps:
+            sources[side] = os.path.join(folder, f"dev.{side}.{count}")
+            storage.write_atomically(
+                sources[side], "\n".join(translation_sides.lines(path)[:count]) + "\n"
+            )
+
+    def decode(side: str, step: int, core: int) -> list[str]:
+        output = os.path.join(folder, f"{side}.{step}.{count}.out")
+        if side == "t2t_lite":
+            run_dir = os.path.join(work, "t2t_run")
+            return translation_sides.t2t_decode(
+                run_dir, step, sources[side], output, _search(), core
+            )
+        checkpoint = translation_sides.onmt_checkpoint(work, step)
+        return translation_sides.onmt_decode(
+            FLAGS.onmt_python, checkpoint, sources[side], output, tokens, FLAGS.beam_size,
+            FLAGS.alpha, core,
+        )  # fmt: skip
+
+    def side_curve(side: str, core: int) -> list:
+        chosen = {s for s in steps[side] if s % FLAGS.curve_every == 0} | {steps[side][-1]}
+        curve = []
+        for step in sorted(chosen):
+            kept = os.path.join(folder, f"{side}.{step}.{count}.json")
+            if not os.path.exists(kept):
+                bleu = translation_sides.scores(decode(side, step, core), references)["bleu"]
+                storage.write_atomically(kept, json.dumps({"bleu": bleu}))
+            with open(kept, encoding="utf-8") as f:
+                curve.append([step, clock.at(side, step), json.load(f)["bleu"]])
+        return curve
+
+    with ThreadPoolExecutor(len(sources)) as pool:
+        running = {side: pool.submit(side_curve, side, core) for core, side in enumerate(sources)}
+        return {side: future.result() for side, future in running.items()}
 
 
 if __name__ == "__main__":

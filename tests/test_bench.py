@@ -193,23 +193,37 @@ def test_the_bleu_benchmark_against_opennmt_prints_its_line(tmp_path):
         "--layers=1", "--hidden_size=16", "--heads=2", "--filter_size=32", "--vocab_size=100",
         "--batch_tokens=256", "--warmup=10",
     ]  # fmt: skip
-    (row,) = run_bench(tmp_path, *flags, "--steps=3", script="bleu_vs_opennmt.py")
+    curve = ["--curve_every=3", "--curve_examples=5"]
+    (row,) = run_bench(tmp_path, *flags, "--steps=3", *curve, script="bleu_vs_opennmt.py")
     ours = row["budget"]["t2t_lite"]
     assert row["benchmark"] == "bleu_vs_opennmt" and ours["steps"] == 3
-    # Its BLEU is sacrebleu's on the decoded file against the references, recomputed here.
-    out = tmp_path / "work" / "t2t_test.budget.out"
-    outputs = out.read_text(encoding="utf-8").split("\n")[:10]
-    references = files["test.de"].read_text(encoding="utf-8").split("\n")[:10]
-    expected = sacrebleu.corpus_bleu([o.split("\t")[0] for o in outputs], [references]).score
-    assert ours["bleu"] == pytest.approx(expected, abs=0.01)
+
+    def bleu(name: str, split: str, count: int) -> float:
+        """sacrebleu's BLEU of a decoded file against the references, recomputed here."""
+        out = tmp_path / "work" / name
+        outputs = [o.split("\t")[0] for o in out.read_text(encoding="utf-8").split("\n")[:count]]
+        references = files[f"{split}.de"].read_text(encoding="utf-8").split("\n")[:count]
+        return sacrebleu.corpus_bleu(outputs, [references]).score
+
+    assert ours["bleu"] == pytest.approx(bleu("t2t_test.3.out", "test", 10), abs=0.01)
+    # The dev curve: the first 5 dev pairs at step 3, timed as the test point is.
+    ((step, seconds, dev_bleu),) = row["dev_curve"]["t2t_lite"]
+    assert (step, seconds) == (3, ours["wall_seconds"])
+    assert dev_bleu == pytest.approx(bleu("curve/t2t_lite.3.5.out", "dev", 5), abs=0.01)
     assert ours["batch_tokens_per_sec"] == pytest.approx(3 * 256 / ours["wall_seconds"], rel=0.01)
     assert ("opennmt_py" in row["budget"]) == bool(onmt)
     if onmt:  # both stop at step 3: one point, equal steps and (about) equal time
         assert row["budget"]["opennmt_py"]["steps"] == 3 and "equal_steps" not in row
+        ((step, seconds, dev_bleu_onmt),) = row["dev_curve"]["opennmt_py"]
+        assert (step, seconds) == (3, row["budget"]["opennmt_py"]["wall_seconds"])
+        assert 0.0 <= dev_bleu_onmt <= 100.0
     # The same command with a longer budget continues both sides from step 3, and
     # counts the first run's wall time too.
-    (longer,) = run_bench(tmp_path, *flags, "--steps=5", script="bleu_vs_opennmt.py")
+    (longer,) = run_bench(tmp_path, *flags, "--steps=5", *curve, script="bleu_vs_opennmt.py")
     resumed = longer["budget"]["t2t_lite"]
+    # The curve keeps step 3's point, decoded once, and adds the newest step's.
+    assert [point[0] for point in longer["dev_curve"]["t2t_lite"]] == [3, 5]
+    assert longer["dev_curve"]["t2t_lite"][0] == [3, ours["wall_seconds"], dev_bleu]
     assert resumed["steps"] == 5 and resumed["wall_seconds"] > ours["wall_seconds"]
     assert resumed["batch_tokens_per_sec"] == pytest.approx(
         5 * 256 / resumed["wall_seconds"], rel=0.01

@@ -57,13 +57,65 @@ def test_the_wall_clock_sums_every_run_of_a_side(tmp_path, monkeypatch):
     assert again.total("t2t_lite") == 35.0  # while it runs: 30 before + 5 now
     again.save()
     assert json.loads((tmp_path / resumable.WALL_FILE).read_text()) == {
-        "opennmt_py": 5.0,
-        "t2t_lite": 35.0,
+        "seconds": {"opennmt_py": 5.0, "t2t_lite": 35.0},
+        "checkpoints": {},
     }
     now[0] = 1010.0
     again.stop("t2t_lite")
     now[0] = 1020.0  # the other side runs on; t2t_lite's total stays
     assert again.total("t2t_lite") == 40.0 and again.total("opennmt_py") == 20.0
+
+
+def test_a_rerun_charges_a_side_from_its_newest_checkpoint(tmp_path, monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(resumable.time, "perf_counter", lambda: now[0])
+    clock = resumable.WallClock(str(tmp_path))
+    clock.start("opennmt_py")
+    now[0] = 100.0
+    clock.mark("opennmt_py", [250])
+    now[0] = 190.0
+    clock.mark("opennmt_py", [250, 500])  # 250 keeps the time it was first seen at
+    now[0] = 250.0  # stopped 60 s after its newest checkpoint, which kept nothing of them
+    clock.stop("opennmt_py")
+    clock.save()
+    assert (clock.at("opennmt_py", 250), clock.at("opennmt_py", 500)) == (100.0, 190.0)
+    assert clock.at("opennmt_py", 750) is None and clock.total("opennmt_py") == 250.0
+    again = resumable.WallClock(str(tmp_path))  # the rerun, from step 500
+    assert again.at("opennmt_py", 500) == 190.0 and again.total("opennmt_py") == 250.0
+    again.rewind("opennmt_py", 500)
+    assert again.total("opennmt_py") == 190.0  # the lost minute is redone, not charged twice
+    again.rewind("opennmt_py", 750)  # a checkpoint it never saw: nothing to go by
+    assert again.total("opennmt_py") == 190.0
+    # Going back to an earlier checkpoint drops the marks of the later ones.
+    again.rewind("opennmt_py", 250)
+    assert again.total("opennmt_py") == 100.0 and again.at("opennmt_py", 500) is None
+
+
+def test_a_ledger_of_totals_only_is_read_with_no_checkpoint_times(tmp_path):
+    (tmp_path / resumable.WALL_FILE).write_text('{"t2t_lite": 12.5, "opennmt_py": 7.0}')
+    clock = resumable.WallClock(str(tmp_path))
+    assert clock.total("t2t_lite") == 12.5 and clock.at("t2t_lite", 250) is None
+    clock.rewind("t2t_lite", 250)
+    assert clock.total("t2t_lite") == 12.5
+
+
+def test_waiting_notes_the_time_of_each_new_checkpoint_only(tmp_path):
+    (tmp_path / "step_1").write_text("")  # from an earlier run: its time is not known here
+    writer = "import pathlib, sys, time; time.sleep(0.5); pathlib.Path(sys.argv[1]).write_text('')"
+    clock = resumable.WallClock(str(tmp_path))
+    job = resumable.start(
+        [sys.executable, "-c", writer, str(tmp_path / "step_2")], str(tmp_path / "a.log"), None
+    )
+    clock.start("a")
+
+    def steps():
+        return sorted(int(p.name.split("_")[1]) for p in tmp_path.glob("step_*"))
+
+    resumable.wait({"a": job}, clock, {"a": steps, "b": steps})  # b: not a job, not watched
+    assert clock.at("a", 1) is None and clock.at("b", 2) is None
+    assert 0.0 <= clock.at("a", 2) <= clock.total("a")
+    kept = json.loads((tmp_path / resumable.WALL_FILE).read_text())
+    assert kept["checkpoints"] == {"a": {"2": clock.at("a", 2)}}
 
 
 BENCH = """
@@ -72,13 +124,19 @@ sys.path.insert(0, {bench!r})
 import resumable
 clock = resumable.WallClock({work!r})
 jobs = {{}}
-for name in ("a", "b"):
+for name, child in (("a", SLEEPER), ("b", SLOW_TO_STOP)):
     jobs[name] = resumable.start(
-        [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)", {work!r}],
-        {work!r} + "/" + name + ".log", None)
+        [sys.executable, "-c", child, {work!r}], {work!r} + "/" + name + ".log", None)
     clock.start(name)
 resumable.wait(jobs, clock)
 """
+SLEEPER = "import time; print('up', flush=True); time.sleep(60)"
+# Takes 3 s to stop after SIGTERM (as t2t-train, which saves a checkpoint first).
+SLOW_TO_STOP = (
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGTERM, lambda *_: (time.sleep(3), sys.exit(0)))\n"
+    "print('up', flush=True); time.sleep(60)"
+)
 
 
 def _command_lines() -> list[str]:
@@ -101,7 +159,9 @@ def _catches_sigterm(pid: int) -> bool:
 
 
 def test_a_stopped_bench_stops_both_sides_and_saves_their_time(tmp_path):
-    script = BENCH.format(bench=os.path.join(ROOT, "bench"), work=str(tmp_path))
+    script = f"SLEEPER = {SLEEPER!r}\nSLOW_TO_STOP = {SLOW_TO_STOP!r}\n" + BENCH.format(
+        bench=os.path.join(ROOT, "bench"), work=str(tmp_path)
+    )
     bench = subprocess.Popen(
         [sys.executable, "-c", script], stderr=subprocess.PIPE, text=True, cwd=tmp_path
     )
@@ -119,8 +179,10 @@ def test_a_stopped_bench_stops_both_sides_and_saves_their_time(tmp_path):
     _, stderr = bench.communicate(timeout=30)
     assert bench.returncode == 1
     assert stderr.strip().splitlines()[-1] == "stopped by signal 15; rerun to continue"
-    seconds = json.loads((tmp_path / resumable.WALL_FILE).read_text())
+    seconds = json.loads((tmp_path / resumable.WALL_FILE).read_text())["seconds"]
     assert set(seconds) == {"a", "b"} and all(1.0 <= s < 30 for s in seconds.values())
+    # Each side's clock stopped at its own end: a's did not wait for b's 3 s.
+    assert seconds["b"] - seconds["a"] >= 2.0
     # Neither side outlived the bench: each child's sleep would keep its log open
     # for a minute; both were stopped, so a rerun finds no process of theirs.
     # (Named by this test's work dir: another test may sleep a minute meanwhile.)
