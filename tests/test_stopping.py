@@ -13,6 +13,7 @@ from conftest import ROOT
 
 from t2t_lite import checkpoints, cli, experiment, run_dir
 from t2t_lite.training import stopping, trainer
+from t2t_lite.visualization import curves
 
 HPARAMS = "batch_size=64,max_length=8,learning_rate_warmup_steps=10"
 
@@ -182,6 +183,8 @@ def test_t2t_train_exits_0_on_sigterm_with_the_step_saved_and_resumes(small_data
     assert last.startswith("t2t-train: stopped by SIGTERM at step ")
     step = int(last.split("at step ")[1].split(";")[0])
     assert saved_steps(out)[-1] == step and "Traceback" not in rest
+    # The stopping step's summaries are on disk with its checkpoint.
+    assert curves.read_scalars(os.path.join(out, "train"))["loss"][-1][0] == step
     finish = subprocess.run(
         [*command[:-3], f"--train_steps={step + 2}"],
         capture_output=True,

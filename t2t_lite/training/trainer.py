@@ -78,7 +78,7 @@ class Trainer:
         )
         # Signals and clocks; train() makes the run's own (budget, cadence).
         self.stop = stopping.StopConditions(self.strategy)
-        self._eval_writers: dict[str, tf.summary.SummaryWriter] = {}
+        self._writers: dict[str, tf.summary.SummaryWriter] = {}  # "train", "eval_<split>"
         self._bleu = evaluation.BleuEvaluation(self.model, self.problem, config.eval_bleu_examples)
         self._ponder = evaluation.PonderImages(self.model)
         self._eval_step = evaluation.make_eval_step(
@@ -215,10 +215,25 @@ class Trainer:
             tf.io.gfile.rmtree(self.save_dir)
 
     def _summary_writer(self, name: str) -> tf.summary.SummaryWriter:
-        """Summaries are the chief's: other workers get a writer that writes nothing."""
-        if not self.chief:
-            return tf.summary.create_noop_writer()
-        return tf.summary.create_file_writer(os.path.join(self.output_dir, name))
+        """The writer of `name`'s summaries, made on first use. Summaries are the
+        chief's: other workers get a writer that writes nothing."""
+        if name not in self._writers:
+            self._writers[name] = (
+                tf.summary.create_file_writer(os.path.join(self.output_dir, name))
+                if self.chief
+                else tf.summary.create_noop_writer()
+            )
+        return self._writers[name]
+
+    def close(self) -> None:
+        """Closes the summary writers (their files end here, not in the garbage
+        collection that a program's exit skips: cli.start) and releases the
+        run directory's lock."""
+        try:
+            for writer in self._writers.values():
+                writer.close()
+        finally:
+            self.lock.release()
 
     def _log_progress(self, window: "_Window", pending: list, step: int, writer) -> None:
         loss_sum = sum(float(out[0]) for out in pending)
@@ -266,9 +281,7 @@ class Trainer:
             step,
             ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()),
         )
-        if split not in self._eval_writers:
-            self._eval_writers[split] = self._summary_writer(f"eval_{split}")
-        writer = self._eval_writers[split]
+        writer = self._summary_writer(f"eval_{split}")
         with writer.as_default(step=step):
             for key, value in metrics.items():
                 tf.summary.scalar(key, value)
@@ -337,4 +350,4 @@ def train(
     try:
         return trainer.train()
     finally:
-        trainer.lock.release()
+        trainer.close()
