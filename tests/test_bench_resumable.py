@@ -40,9 +40,16 @@ def test_an_input_file_is_its_content_as_well_as_its_path(tmp_path):
     assert resumable.file_identity(str(path)) != first
 
 
-def test_the_wall_clock_sums_every_run_of_a_side(tmp_path, monkeypatch):
-    now = [100.0]
-    monkeypatch.setattr(resumable.time, "perf_counter", lambda: now[0])
+@pytest.fixture
+def now(monkeypatch):
+    """The clock the ledger reads, set by the test: now[0] seconds."""
+    reading = [0.0]
+    monkeypatch.setattr(resumable.time, "perf_counter", lambda: reading[0])
+    return reading
+
+
+def test_the_wall_clock_sums_every_run_of_a_side(tmp_path, now):
+    now[0] = 100.0
     clock = resumable.WallClock(str(tmp_path))
     clock.start("t2t_lite")
     now[0] = 130.0
@@ -66,9 +73,7 @@ def test_the_wall_clock_sums_every_run_of_a_side(tmp_path, monkeypatch):
     assert again.total("t2t_lite") == 40.0 and again.total("opennmt_py") == 20.0
 
 
-def test_a_rerun_charges_a_side_from_its_newest_checkpoint(tmp_path, monkeypatch):
-    now = [0.0]
-    monkeypatch.setattr(resumable.time, "perf_counter", lambda: now[0])
+def test_a_rerun_charges_a_side_from_its_newest_checkpoint(tmp_path, now):
     clock = resumable.WallClock(str(tmp_path))
     clock.start("opennmt_py")
     now[0] = 100.0
