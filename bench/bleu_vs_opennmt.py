@@ -43,6 +43,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import resumable
 import translation_sides
 
+from t2t_lite import files
+
 FLAGS = flags.FLAGS
 flags.DEFINE_list("train", None, "SOURCE,TARGET text files, aligned line by line.")
 flags.DEFINE_list("dev", None, "SOURCE,TARGET dev files (t2t_lite's evaluation, OpenNMT's valid).")
@@ -104,7 +106,7 @@ def tokenize_for_onmt(work: str, tokens: list[str]) -> dict[str, str]:
     out = {}
     for split, paths in (("train", FLAGS.train), ("valid", FLAGS.dev), ("test", FLAGS.test)):
         for side, path in zip(("src", "tgt"), paths, strict=True):
-            lines = translation_sides.lines(path)
+            lines = files.read_lines(path)
             if split == "train":  # in a seeded random order, as t2t_lite's datagen writes it
                 lines = [lines[i] for i in _order(len(lines))]
             pieces = []
@@ -133,14 +135,14 @@ def _order(count: int) -> list[int]:
     return np.random.default_rng(FLAGS.seed).permutation(count).tolist()
 
 
-def write_onmt_config(work: str, files: dict[str, str]) -> str:
+def write_onmt_config(work: str, onmt_files: dict[str, str]) -> str:
     config = {
         "save_data": os.path.join(work, "onmt"),
-        "src_vocab": files["vocab"], "share_vocab": True, "src_vocab_size": 100000,
+        "src_vocab": onmt_files["vocab"], "share_vocab": True, "src_vocab_size": 100000,
         "tgt_vocab_size": 100000, "overwrite": True,
         "data": {
-            "corpus_1": {"path_src": files["train.src"], "path_tgt": files["train.tgt"]},
-            "valid": {"path_src": files["valid.src"], "path_tgt": files["valid.tgt"]},
+            "corpus_1": {"path_src": onmt_files["train.src"], "path_tgt": onmt_files["train.tgt"]},
+            "valid": {"path_src": onmt_files["valid.src"], "path_tgt": onmt_files["valid.tgt"]},
         },
         "save_model": os.path.join(work, "onmt_model", "model"),
         # OpenNMT-py saves nothing on SIGTERM: under --minutes its newest checkpoint is
@@ -218,7 +220,7 @@ def main(argv):
         f"--eval_bleu_examples={300 if FLAGS.eval_every else 0}",
         f"--save_checkpoints_steps={FLAGS.save_every}", "--keep_checkpoint_max=1000",
     ]  # fmt: skip
-    jobs, files = {}, {}
+    jobs, onmt_files = {}, {}
     if _t2t_due(run_dir, budget):  # t2t-train resumes from its run dir by itself
         newest = translation_sides.t2t_steps(run_dir)
         if newest:
@@ -226,8 +228,8 @@ def main(argv):
         jobs["t2t_lite"] = resumable.start(t2t_command, os.path.join(work, "t2t_train.log"), 0)
         clock.start("t2t_lite")
     if FLAGS.onmt_python:
-        files = tokenize_for_onmt(work, tokens)
-        config = write_onmt_config(work, files)
+        onmt_files = tokenize_for_onmt(work, tokens)
+        config = write_onmt_config(work, onmt_files)
         onmt = os.path.join(os.path.dirname(FLAGS.onmt_python), "onmt_train")
         saved = translation_sides.onmt_steps(work)
         if saved:  # it goes on from there: what came after was lost with the stop
@@ -235,8 +237,8 @@ def main(argv):
         left = budget - clock.total("opennmt_py")
         if (not saved or saved[-1] < FLAGS.steps) and (not budget or left > 0):
             # From its newest checkpoint, optimizer and step count included.
-            checkpoint = translation_sides.onmt_checkpoint(work, saved[-1]) if saved else None
-            resume = ["-train_from", checkpoint] if saved else []
+            newest = saved and translation_sides.onmt_checkpoint(work, saved[-1])
+            resume = ["-train_from", newest] if saved else []
             limit = ["timeout", "-s", "TERM", f"{int(left)}"] if budget else []
             command = [*limit, onmt, "-config", config, *resume]
             jobs["opennmt_py"] = resumable.start(command, os.path.join(work, "onmt_train.log"), 1)
@@ -248,7 +250,7 @@ def main(argv):
     resumable.wait(jobs, clock, listed)
     if "t2t_lite" in jobs and jobs["t2t_lite"][0].returncode != 0:
         raise SystemExit(f"t2t-train failed; see {work}/t2t_train.log")
-    references = translation_sides.lines(FLAGS.test[1])
+    references = files.read_lines(FLAGS.test[1])
     result = {"benchmark": "bleu_vs_opennmt", "machine": common.machine(), "seed": FLAGS.seed}
     steps = {"t2t_lite": translation_sides.t2t_steps(run_dir)}
     if FLAGS.onmt_python:
@@ -266,14 +268,20 @@ def main(argv):
         result[point] = {}
         for side, step in at.items():
             if (side, step) not in decoded:
-                decoded[side, step] = _test_decode(side, step, work, files, tokens)
+                source, name = (
+                    (FLAGS.test[0], f"t2t_test.{step}.out")
+                    if side == "t2t_lite"
+                    else (onmt_files["test.src"], f"onmt_test.{step}.ids")
+                )
+                output = os.path.join(work, name)
+                decoded[side, step] = _decode(work, tokens, side, step, source, output)
             result[point][side] = _point(side, step, decoded[side, step], references, clock)
         if "opennmt_py" in at:
             result[point]["bleu_t2t_over_opennmt"] = round(
                 result[point]["t2t_lite"]["bleu"] - result[point]["opennmt_py"]["bleu"], 2
             )
     if FLAGS.curve_every:
-        result["dev_curve"] = dev_curve(work, files, tokens, steps, clock)
+        result["dev_curve"] = dev_curve(work, onmt_files, tokens, steps, clock)
     print(json.dumps(result))
 
 
@@ -301,25 +309,22 @@ def _point(side: str, step: int, hypotheses: list[str], references, clock) -> di
     }  # fmt: skip
 
 
-def _test_decode(side: str, step: int, work: str, files: dict, tokens: list[str]) -> list[str]:
-    run_dir = os.path.join(work, "t2t_run")
+def _decode(
+    work: str, tokens: list[str], side: str, step: int, source: str, output: str, core=None
+) -> list[str]:
+    """`side`'s checkpoint of `step` translates `source` (text for t2t_lite, ids for
+    OpenNMT-py) into `output`, with the comparison's beam and alpha -> its text."""
     if side == "t2t_lite":
-        return translation_sides.t2t_decode(
-            run_dir, step, FLAGS.test[0], os.path.join(work, f"t2t_test.{step}.out"), _search()
-        )
-    output = os.path.join(work, f"onmt_test.{step}.ids")
+        search = f"beam_size={FLAGS.beam_size},alpha={FLAGS.alpha}"
+        run_dir = os.path.join(work, "t2t_run")
+        return translation_sides.t2t_decode(run_dir, step, source, output, search, core)
     checkpoint = translation_sides.onmt_checkpoint(work, step)
     return translation_sides.onmt_decode(
-        FLAGS.onmt_python, checkpoint, files["test.src"], output, tokens, FLAGS.beam_size,
-        FLAGS.alpha,
-    )  # fmt: skip
+        FLAGS.onmt_python, checkpoint, source, output, tokens, FLAGS.beam_size, FLAGS.alpha, core
+    )
 
 
-def _search() -> str:
-    return f"beam_size={FLAGS.beam_size},alpha={FLAGS.alpha}"
-
-
-def dev_curve(work: str, files: dict, tokens: list[str], steps: dict, clock) -> dict:
+def dev_curve(work: str, onmt_files: dict, tokens: list[str], steps: dict, clock) -> dict:
     """Dev BLEU of the first --curve_examples dev pairs at every --curve_every-th
     saved step of each side and at its newest, with the test decode's search;
     the two sides decode at once, one core and thread each. Each point is
@@ -327,32 +332,15 @@ def dev_curve(work: str, files: dict, tokens: list[str], steps: dict, clock) -> 
     -> {side: [[step, wall seconds at that checkpoint or None, BLEU], ...]}."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from t2t_lite import files as storage
-
     count = FLAGS.curve_examples
     folder = os.path.join(work, "curve")
     os.makedirs(folder, exist_ok=True)
-    references = translation_sides.lines(FLAGS.dev[1])[:count]
+    references = files.read_lines(FLAGS.dev[1])[:count]
     sources = {}
-    for side, path in (("t2t_lite", FLAGS.dev[0]), ("opennmt_py", files.get("valid.src"))):
+    for side, path in (("t2t_lite", FLAGS.dev[0]), ("opennmt_py", onmt_files.get("valid.src"))):
         if side in steps:
             sources[side] = os.path.join(folder, f"dev.{side}.{count}")
-            storage.write_atomically(
-                sources[side], "\n".join(translation_sides.lines(path)[:count]) + "\n"
-            )
-
-    def decode(side: str, step: int, core: int) -> list[str]:
-        output = os.path.join(folder, f"{side}.{step}.{count}.out")
-        if side == "t2t_lite":
-            run_dir = os.path.join(work, "t2t_run")
-            return translation_sides.t2t_decode(
-                run_dir, step, sources[side], output, _search(), core
-            )
-        checkpoint = translation_sides.onmt_checkpoint(work, step)
-        return translation_sides.onmt_decode(
-            FLAGS.onmt_python, checkpoint, sources[side], output, tokens, FLAGS.beam_size,
-            FLAGS.alpha, core,
-        )  # fmt: skip
+            files.write_atomically(sources[side], "\n".join(files.read_lines(path)[:count]) + "\n")
 
     def side_curve(side: str, core: int) -> list:
         chosen = {s for s in steps[side] if s % FLAGS.curve_every == 0} | {steps[side][-1]}
@@ -360,8 +348,10 @@ def dev_curve(work: str, files: dict, tokens: list[str], steps: dict, clock) -> 
         for step in sorted(chosen):
             kept = os.path.join(folder, f"{side}.{step}.{count}.json")
             if not os.path.exists(kept):
-                bleu = translation_sides.scores(decode(side, step, core), references)["bleu"]
-                storage.write_atomically(kept, json.dumps({"bleu": bleu}))
+                output = os.path.join(folder, f"{side}.{step}.{count}.out")
+                hypotheses = _decode(work, tokens, side, step, sources[side], output, core)
+                bleu = translation_sides.scores(hypotheses, references)["bleu"]
+                files.write_atomically(kept, json.dumps({"bleu": bleu}))
             with open(kept, encoding="utf-8") as f:
                 curve.append([step, clock.at(side, step), json.load(f)["bleu"]])
         return curve

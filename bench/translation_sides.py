@@ -14,21 +14,19 @@ import sys
 
 import resumable
 
+from t2t_lite import files
+
 
 def t2t_binary(name: str) -> str:
     """A t2t_lite program of the Python that runs this bench."""
     return os.path.join(os.path.dirname(sys.executable), name)
 
 
-def lines(path: str) -> list[str]:
-    with open(path, encoding="utf-8") as f:
-        text = f.read().split("\n")
-    return text[:-1] if text and text[-1] == "" else text
-
-
 def t2t_steps(run_dir: str) -> list[int]:
-    found = glob.glob(os.path.join(run_dir, "model.ckpt-*.index"))
-    return sorted(int(re.search(r"-(\d+)\.index$", path).group(1)) for path in found)
+    """The steps of t2t_lite's checkpoints in run_dir, oldest first."""
+    from t2t_lite import checkpoints
+
+    return sorted(int(path.rsplit("-", 1)[1]) for path in checkpoints.by_step(run_dir))
 
 
 def onmt_steps(work: str) -> list[int]:
@@ -57,7 +55,7 @@ def t2t_decode(
          f"--decode_hparams={search}"],
         core, one_thread=False,
     )  # fmt: skip
-    return [line.split("\t")[0] for line in lines(output)]
+    return [line.split("\t")[0] for line in files.read_lines(output)]
 
 
 def onmt_decode(
@@ -83,7 +81,8 @@ def onmt_decode(
     )  # fmt: skip
     tokenizer = subword.SubwordTokenizer(vocab)
     return [
-        tokenizer.decode([int(t) for t in line.split() if t.isdigit()]) for line in lines(output)
+        tokenizer.decode([int(t) for t in line.split() if t.isdigit()])
+        for line in files.read_lines(output)
     ]
 
 
