@@ -89,6 +89,29 @@ def test_compare_refuses_an_unknown_model_in_one_line(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("models", "said"),
+    [
+        ("transformer", "--records: translation rows only"),
+        ("t3_base", "--records '{path}' is a file, not a directory"),
+    ],
+)
+def test_compare_refuses_a_bad_records_flag_in_one_line(tmp_path, models, said):
+    path = tmp_path / "records"
+    path.write_text("")
+    result = run_binary(
+        "t2t-compare",
+        f"--models={models}",
+        "--problems=translate_from_files",
+        f"--data_dir={tmp_path}",
+        f"--output_dir={tmp_path}",
+        f"--records={path}",
+    )
+    assert result.returncode == 1
+    assert f"t2t-compare: error: {said.format(path=path)}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_the_test_server_reports_what_python_would():
     # The tests' programs run in forked children (tests/binary_server.py): an
     # uncaught exception must still show as a traceback with status 1, and a

@@ -1,7 +1,10 @@
 """t2t-compare's translation rows: Table 3 / Table 7 at small scale."""
 
+import dataclasses
 import json
 import os
+import pathlib
+import shutil
 
 import pytest
 import sacrebleu
@@ -9,7 +12,7 @@ from test_text_problems import generate, write_corpus
 
 from t2t_lite import checkpoints, experiment, run_dir
 from t2t_lite.decoding import runner
-from t2t_lite.reproduction import comparison, translation
+from t2t_lite.reproduction import comparison, translation, translation_compare
 from t2t_lite.training.config import TrainConfig
 
 SMALL = "hidden_size=16,filter_size=32,num_heads=2,num_hidden_layers=1,batch_size=512"
@@ -21,7 +24,7 @@ def test_decode_only_rows_reuse_the_base_runs_and_bleu_is_sacrebleus_on_raw_text
     out = str(tmp_path / "o")
     config = TrainConfig(train_steps=6, local_eval_frequency=3, save_checkpoints_steps=1)
     models = ["t3_base", "t3_greedy", "t3_average5"]
-    table = comparison.compare(
+    table = translation_compare.compare(
         out, models, ["translate_from_files"], data_dir, config, hparams=SMALL
     )
     run = os.path.join(out, "translate_from_files", "t3_base")
@@ -57,14 +60,14 @@ def test_decode_only_rows_reuse_the_base_runs_and_bleu_is_sacrebleus_on_raw_text
     assert lines[3].split(" | ")[6] == f"{expected:.1f}"
     # A rerun reuses the run and its decodes.
     kept = os.path.getmtime(os.path.join(run, "bleu_last_beam_size=1_dev.json"))
-    again = comparison.compare(
+    again = translation_compare.compare(
         out, models, ["translate_from_files"], data_dir, config, hparams=SMALL
     )
     assert again == table
     assert os.path.getmtime(os.path.join(run, "bleu_last_beam_size=1_dev.json")) == kept
     # Read while other rows train: a row without a finished run is left out and named,
     # and nothing trains (no run directory appears for it).
-    partial = comparison.compare(
+    partial = translation_compare.compare(
         out, ["t3_smoothing0", *models], ["translate_from_files"], data_dir, config,
         hparams=SMALL, missing="skip",
     )  # fmt: skip
@@ -72,12 +75,52 @@ def test_decode_only_rows_reuse_the_base_runs_and_bleu_is_sacrebleus_on_raw_text
         "\n\nNot finished, left out (--missing=skip): translate_from_files t3_smoothing0."
     )
     assert sorted(os.listdir(os.path.join(out, "translate_from_files"))) == ["t3_base"]
+    # With records: every printed figure is kept, and the table outlives its runs.
+    kept = str(tmp_path / "records")
+    assert translation_compare.compare(
+        out, models, ["translate_from_files"], data_dir, config, hparams=SMALL, records_dir=kept
+    ) == table  # fmt: skip
+    assert sorted(os.listdir(os.path.join(kept, "dev"))) == sorted(models)
+    shutil.rmtree(os.path.join(out, "translate_from_files"))
+    # The same data written elsewhere (new files, new write times) is the same data.
+    copy = str(tmp_path / "data_copy")
+    shutil.copytree(data_dir, copy, copy_function=shutil.copyfile)
+    # A run whose every row is recorded is not trained again (the default, --missing=train).
+    recalled = translation_compare.compare(
+        out, models, ["translate_from_files"], copy, config, hparams=SMALL, records_dir=kept
+    )
+    assert recalled == table + (
+        f"\n\nRead from records ({kept}; their runs are not here): t3_base; t3_greedy; t3_average5."
+    )
+    assert not os.path.exists(os.path.join(out, "translate_from_files", "t3_base"))
+    # Other data, or another budget, reads none of them: the runs are left out.
+    for other_data, steps in ((copy, 7), (_changed(copy, tmp_path), 6)):
+        other = dataclasses.replace(config, train_steps=steps)
+        none = translation_compare.compare(
+            out, models, ["translate_from_files"], other_data, other, hparams=SMALL,
+            missing="skip", records_dir=kept,
+        )  # fmt: skip
+        assert none.endswith(
+            "\n\nNot finished, left out (--missing=skip): translate_from_files t3_base."
+        )
+        assert "Read from records" not in none
+
+
+def _changed(data_dir: str, tmp_path) -> str:
+    """A copy of data_dir with one byte of its dev shard changed."""
+    changed = str(tmp_path / "data_changed")
+    shutil.copytree(data_dir, changed)
+    (dev,) = [name for name in os.listdir(changed) if "-dev-" in name]
+    path = pathlib.Path(changed, dev)
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 1
+    path.write_bytes(bytes(data))
+    return changed
 
 
 @pytest.mark.parametrize(
     ("models", "problems", "said"),
     [
-        (["t3_base", "transformer"], ["translate_from_files"], "separately"),
         (["t3_base", "t3_heads3"], ["translate_from_files"], "unknown \\['t3_heads3'\\]"),
         (["table3"], ["translate_from_files", "translate_gettext"], "one text problem"),
         (["table7"], ["algorithmic_reverse_decimal20"], "one text problem"),
@@ -85,7 +128,19 @@ def test_decode_only_rows_reuse_the_base_runs_and_bleu_is_sacrebleus_on_raw_text
 )
 def test_bad_translation_requests_are_one_line(models, problems, said, tmp_path):
     with pytest.raises(ValueError, match=said):
-        comparison.compare(str(tmp_path), models, problems, str(tmp_path), TrainConfig())
+        translation_compare.compare(str(tmp_path), models, problems, str(tmp_path), TrainConfig())
+
+
+def test_translation_rows_and_other_models_are_compared_separately(tmp_path):
+    with pytest.raises(ValueError, match="separately"):
+        comparison.compare(
+            str(tmp_path), ["t3_base", "transformer"], ["translate_from_files"], str(tmp_path),
+            TrainConfig(),
+        )  # fmt: skip
+    with pytest.raises(ValueError, match="translation_compare"):
+        comparison.compare(
+            str(tmp_path), ["t3_base"], ["translate_from_files"], str(tmp_path), TrainConfig()
+        )
 
 
 def test_tables_expand_in_order_and_a_decode_only_row_brings_its_training_row():

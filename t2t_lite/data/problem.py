@@ -115,6 +115,21 @@ class Problem(abc.ABC):
                 entries.append(f"{os.path.basename(path)} {stat.length} {stat.mtime_nsec}")
         return hashlib.sha256("\n".join(entries).encode()).hexdigest()[:16]
 
+    def data_fingerprint(self, data_dir: str) -> str:
+        """What data_dir's files hold: a hash of each one's name and bytes. Unlike
+        data_stamp, the same data written again (or copied to another filesystem)
+        keeps it; any changed byte changes it. Reads every file whole."""
+        digest = hashlib.sha256()
+        for path in self.data_files(data_dir):
+            if not tf.io.gfile.exists(path):
+                continue
+            size = tf.io.gfile.stat(path).length  # framing: where one file's bytes end
+            digest.update(f"{os.path.basename(path)} {size}\n".encode())
+            with tf.io.gfile.GFile(path, "rb") as f:
+                while chunk := f.read(1 << 20):
+                    digest.update(chunk)
+        return digest.hexdigest()[:16]
+
     def missing_data(self, data_dir: str) -> list[str]:
         """The data files that do not exist (all of them for a new data dir)."""
         return [path for path in self.data_files(data_dir) if not tf.io.gfile.exists(path)]

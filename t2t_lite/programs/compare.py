@@ -2,7 +2,9 @@
 problems; print a table beside the papers' (t2t_lite.reproduction.comparison.compare).
 
 Translation rows (--models=table3, table7 or their rows) print the Transformer
-paper's Table 3 or the UT paper's Table 7 (reproduction/translation.py).
+paper's Table 3 or the UT paper's Table 7 (reproduction/translation.py,
+translation_compare.py); --records keeps their figures past their run
+directories (reproduction/records.py).
 
 bAbI problems get Table 1's form (error per task, failed tasks) and, for the
 adaptive UT, ponder maps of one story per task in <run_dir>/ponder/.
@@ -72,13 +74,21 @@ flags.DEFINE_enum(
     "Runs not finished: train them (resuming any), or skip them and print the table "
     "of the finished ones, naming those left out (read a long table while it trains).",
 )
+flags.DEFINE_string(
+    "records",
+    "",
+    "Translation rows: keep every printed figure in this directory (one file per row "
+    "and seed, with what it depends on) and print a run's record where its run "
+    "directory is not there (deleted, lost, or not finished), training it no more; "
+    "the table names them.",
+)
 flags.mark_flags_as_required(["data_dir", "output_dir"])
 
 
 def main(argv):
     del argv
     logging.set_verbosity(logging.INFO)
-    from t2t_lite.reproduction import comparison
+    from t2t_lite.reproduction import comparison, translation, translation_compare
 
     def compare():
         config = TrainConfig(
@@ -88,13 +98,19 @@ def main(argv):
             train_minutes=FLAGS.train_minutes,
             save_checkpoints_steps=FLAGS.save_checkpoints_steps,
         )
-        print(
-            comparison.compare(
+        if translation.is_translation(FLAGS.models):
+            table = translation_compare.compare(
                 FLAGS.output_dir, FLAGS.models, FLAGS.problems, FLAGS.data_dir, config,
-                FLAGS.seeds, FLAGS.hparams, FLAGS.greedy_examples, FLAGS.bleu_split,
-                FLAGS.missing,
-            )
-        )  # fmt: skip
+                FLAGS.seeds, FLAGS.hparams, FLAGS.bleu_split, FLAGS.missing, FLAGS.records,
+            )  # fmt: skip
+        elif FLAGS.records:
+            raise ValueError("--records: translation rows only (--models=table3, table7 or rows)")
+        else:
+            table = comparison.compare(
+                FLAGS.output_dir, FLAGS.models, FLAGS.problems, FLAGS.data_dir, config,
+                FLAGS.seeds, FLAGS.hparams, FLAGS.greedy_examples, FLAGS.missing,
+            )  # fmt: skip
+        print(table)
 
     cli.run("t2t-compare", compare)
 

@@ -57,6 +57,7 @@ def run(
     hparams: str = "",
     names: dict[Entry, str] | None = None,
     train: bool = True,
+    kept: frozenset = frozenset(),
 ) -> list[dict]:
     """Trains each entry on each problem with each seed (resuming finished runs) -> rows.
 
@@ -68,7 +69,8 @@ def run(
     after each entry's own (e.g. "max_length=128"). names: the run directory's
     name of each entry (default: its key in ENTRIES). train=False trains
     nothing: a run not finished gets None for its results (`finished_only`); one
-    that only lacks its final evaluation is evaluated.
+    that only lacks its final evaluation is evaluated. kept: (entry, seed) pairs
+    whose figures are kept elsewhere (translation records): not trained either.
     """
     seeds = list(seeds or [config.random_seed])
     keys = names or {entry: key for key, entry in ENTRIES.items()}
@@ -86,7 +88,7 @@ def run(
             seeded = dataclasses.replace(config, random_seed=seed)
             run_dirs.append(run_dir)
             finished = _finished(run_dir, exp, data_dir, seeded)
-            if finished is None and train:
+            if finished is None and train and (entry, seed) not in kept:
                 finished = trainer.train(exp, data_dir, run_dir, seeded)
             elif finished is None and _trained_through(run_dir, seeded):
                 finished = _evaluate(exp, data_dir, run_dir, seeded)
@@ -157,14 +159,13 @@ def compare(
     seeds: list[str] | None = None,
     hparams: str = "",
     greedy_examples: int = 0,
-    bleu_split: str = "dev",
     missing: str = "train",
 ) -> str:
     """t2t-compare: trains every model on every problem into output_dir; writes
     table.md there (and pictures) and returns its markdown.
 
-    Translation rows (`translation.ROWS`, or "table3" / "table7") get their
-    tables instead: perplexity and BLEU on `bleu_split` beside the papers'.
+    Translation rows (`translation.ROWS`, or "table3" / "table7") are compared
+    by `translation_compare.compare`.
 
     models: names of ENTRIES; seeds: --seeds texts. bAbI problems get Table 1's
     form and, per run, ponder maps in <run_dir>/ponder/; the others Table 4-6's
@@ -176,11 +177,11 @@ def compare(
     if missing not in MISSING:
         raise ValueError(f"--missing: expected one of {', '.join(MISSING)}, got {missing!r}")
     seed_list = parse_seeds(seeds or [])
-    if translation.is_translation(models):
-        return compare_translation(
-            output_dir, models, problems, data_dir, config, seed_list, hparams, bleu_split,
-            missing,
-        )  # fmt: skip
+    if translation.is_translation(models):  # raises for a mix of both kinds
+        raise ValueError(
+            f"--models={','.join(models)}: translation rows are compared by "
+            "translation_compare.compare"
+        )
     entries = parse_entries(models)
     babi = babi_problems(problems)
     config = dataclasses.replace(config, eval_steps=EVAL_STEPS)
@@ -199,46 +200,6 @@ def compare(
         table = markdown_table(rows) + lead.section(rows)
         if rows:
             write_plots(rows, output_dir)
-    table += missing_note(left_out)
-    files.write_atomically(os.path.join(output_dir, "table.md"), table + "\n")
-    return table
-
-
-def compare_translation(
-    output_dir: str,
-    models: list[str],
-    problems: list[str],
-    data_dir: str,
-    config: trainer.TrainConfig,
-    seeds: list[int] | None,
-    hparams: str,
-    split: str,
-    missing: str = "train",
-) -> str:
-    """Table 3 / Table 7 rows on one translation problem -> table.md's markdown."""
-    if len(problems) != 1 or not problem_lib.get(problems[0]).reports_bleu:
-        raise ValueError(
-            f"--models={','.join(models)}: translation rows take one text problem that "
-            f"reports BLEU (e.g. translate_gettext), not {','.join(problems)}"
-        )
-    keys = translation.parse_rows(models)
-    unknown = [key for key in keys if key not in translation.ROWS]
-    if unknown:
-        raise ValueError(
-            f"--models: unknown {unknown}; translation rows: {', '.join(translation.ROWS)}, "
-            f"or all of {' / '.join(translation.TABLES)}"
-        )
-    # Every run keeps the checkpoints an averaged row reads.
-    keep = max(config.keep_checkpoint_max, translation.AVERAGE_LAST)
-    config = dataclasses.replace(config, eval_steps=EVAL_STEPS, keep_checkpoint_max=keep)
-    trained = translation.training_entries(keys)
-    names = {entry: key for key, entry in trained.items()}
-    rows = run(problems, list(trained.values()), data_dir, output_dir, config, seeds,
-               hparams, names, train=missing == "train")  # fmt: skip
-    rows, left_out = finished_only(rows, names)
-    by_key = {names[row["entry"]]: row for row in rows}
-    keys = [key for key in keys if (translation.ROWS[key].trains_as or key) in by_key]
-    table = translation.markdown(translation.table_rows(keys, by_key, data_dir, split), split)
     table += missing_note(left_out)
     files.write_atomically(os.path.join(output_dir, "table.md"), table + "\n")
     return table

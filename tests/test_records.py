@@ -1,0 +1,106 @@
+"""Kept figures of translation tables (reproduction/records.py) and the data's fingerprint."""
+
+import dataclasses
+import os
+
+import pytest
+import tensorflow as tf
+
+from t2t_lite.data import problem as problem_lib
+from t2t_lite.experiment import Experiment
+from t2t_lite.reproduction import records, translation
+from t2t_lite.reproduction.translation import ROWS, Figures
+
+PROBLEM = "algorithmic_reverse_decimal20"
+BASE, GREEDY = ROWS["t3_base"], ROWS["t3_greedy"]
+
+
+def _write(problem, data_dir: str, contents: list[bytes]) -> None:
+    tf.io.gfile.makedirs(data_dir)
+    for path, content in zip(problem.data_files(data_dir), contents, strict=True):
+        with tf.io.gfile.GFile(path, "wb") as f:
+            f.write(content)
+
+
+def test_the_fingerprint_follows_the_files_bytes_not_their_write_times(tmp_path):
+    problem = problem_lib.get(PROBLEM)
+    count = len(problem.data_files("d"))
+    contents = [f"shard {i}".encode() for i in range(count)]
+    first, second = str(tmp_path / "a"), "ram://fingerprint/b"  # any TF filesystem
+    _write(problem, first, contents)
+    os.utime(problem.data_files(first)[0], ns=(1, 1))  # another write time
+    _write(problem, second, contents)
+    assert problem.data_stamp(first) != problem.data_stamp(second)
+    assert problem.data_fingerprint(first) == problem.data_fingerprint(second)
+    # One byte, or a byte moved from one file's end to the next one's start, is other data.
+    changed = [contents[0][:-1] + b"X", *contents[1:]]
+    moved = [contents[0][:-1], contents[0][-1:] + contents[1], *contents[2:]]
+    for other in (changed, moved):
+        _write(problem, second, other)
+        assert problem.data_fingerprint(first) != problem.data_fingerprint(second)
+
+
+def _experiment(overrides: str = translation.BASE) -> Experiment:
+    return Experiment.resolve("transformer", "translate_from_files", "transformer_tiny", overrides)
+
+
+def _figures(seed: int | None, bleu: float = 24.1) -> Figures:
+    return Figures(seed, f"/runs/seed{seed}/t3_base", 9.5, bleu, 1_940_000, 3000, 51.2, (1.5, 2.25))
+
+
+def _store(tmp_path) -> records.Records:
+    return records.Records(str(tmp_path / "records"), "dev", "f00d", 3000, 0.0)
+
+
+def test_a_record_reads_back_only_where_everything_it_depends_on_matches(tmp_path):
+    store, exp = _store(tmp_path), _experiment()
+    store.keep("t3_base", BASE, exp, 2, _figures(2))
+    assert store.path("t3_base", 2) == str(tmp_path / "records" / "dev" / "t3_base" / "seed2.json")
+    assert store.recall("t3_base", BASE, exp, 2) == _figures(2)  # the ponder pair a tuple again
+    assert store.recall("t3_base", BASE, exp, 3) is None  # no record of that seed
+    # The same file read for another experiment, decoding, data, budget or split: not used.
+    assert store.recall("t3_base", BASE, _experiment(f"{translation.BASE},num_heads=1"), 2) is None
+    assert store.recall("t3_base", GREEDY, exp, 2) is None
+    for change in ({"data": "beef"}, {"train_steps": 2000}, {"train_minutes": 45.0}):
+        assert dataclasses.replace(store, **change).recall("t3_base", BASE, exp, 2) is None
+    assert dataclasses.replace(store, split="test").recall("t3_base", BASE, exp, 2) is None
+
+
+def test_a_damaged_record_is_one_line_naming_it(tmp_path):
+    store = _store(tmp_path)
+    path = store.path("t3_base", 1)
+    tf.io.gfile.makedirs(os.path.dirname(path))
+    for text in ("{", "[1]", '{"seed": 1}', '{"depends_on": {}, "bleu": 1}'):
+        with tf.io.gfile.GFile(path, "w") as f:
+            f.write(text)
+        with pytest.raises(ValueError, match=f"{path}: not a t2t-compare record"):
+            store.recall("t3_base", BASE, _experiment(), 1)
+
+
+def test_complete_keeps_live_figures_and_adds_the_records_of_seeds_not_here(tmp_path):
+    store, exp = _store(tmp_path), _experiment()
+    smoothing0 = _experiment(ROWS["t3_smoothing0"].hparams)
+    experiments = {"t3_base": exp, "t3_smoothing0": smoothing0}
+    live = [(BASE, [_figures(1), _figures(2)]), (GREEDY, [_figures(1, 20.0), _figures(2, 21.0)])]
+    store.keep("t3_base", BASE, exp, 3, _figures(3))
+    store.keep("t3_greedy", GREEDY, exp, 3, _figures(3, 19.0))
+    store.keep("t3_greedy", GREEDY, exp, 4, _figures(4, 18.0))  # its base has no seed 4
+    keys = ["t3_base", "t3_greedy", "t3_smoothing0"]  # the last: no run, no record
+    table, recalled = records.complete(store, keys, live, experiments, [1, 2, 3, 4], True)
+    assert [(row, [f.seed for f in figures]) for row, figures in table] == [
+        (BASE, [1, 2, 3]),
+        (GREEDY, [1, 2, 3]),
+    ]
+    assert [f.bleu for f in table[1][1]] == [20.0, 21.0, 19.0]
+    assert recalled == [("t3_base", 3), ("t3_greedy", 3)]
+    # Every live figure was kept: a later table without those runs reads them back.
+    assert store.recall("t3_greedy", GREEDY, exp, 1) == _figures(1, 20.0)
+
+
+def test_a_single_runs_figure_is_kept_under_its_seed_and_read_back_without_one(tmp_path):
+    store, exp = _store(tmp_path), _experiment()
+    records.complete(store, ["t3_base"], [(BASE, [_figures(None)])], {"t3_base": exp}, [5], False)
+    assert store.recall("t3_base", BASE, exp, 5) == _figures(None)
+    table, recalled = records.complete(store, ["t3_base"], [], {"t3_base": exp}, [5], False)
+    assert table == [(BASE, [_figures(None)])]
+    assert recalled == [("t3_base", 5)]
