@@ -6,6 +6,9 @@
 # layout the table's one command (`t2t-compare --models=table3 --seeds=1,2,3`)
 # reads. The order is every row of seed 1, then seed 2, then seed 3 (ROWS and
 # SEEDS narrow it); JOBS="row:seed ..." gives an order of its own instead.
+# RECORDS=R keeps each job's figures in R (t2t-compare --records); the base's
+# job also decodes the rows that read its runs (greedy, the average of 5), so
+# that every row's figure is kept as its run finishes.
 set -uo pipefail
 here=$(dirname "$0")
 . "$here/env.sh"
@@ -20,10 +23,12 @@ for seed in "${seeds[@]}"; do
 done
 [ -n "${JOBS:-}" ] && jobs=($JOBS)
 table3_job() {  # table3_job <row>:<seed>
-    local row=${1%:*} seed=${1#*:}
-    pin "$core" "$BIN/t2t-compare" --problems=translate_gettext --models="$row" \
+    local row=${1%:*} seed=${1#*:} models
+    models=$row
+    [ "$row" = t3_base ] && models=t3_base,t3_greedy,t3_average5
+    pin "$core" "$BIN/t2t-compare" --problems=translate_gettext --models="$models" \
         --random_seed="$seed" --train_steps=3000 --save_checkpoints_steps=100 \
         --local_eval_frequency=500 --data_dir="$EXP/data" \
-        --output_dir="$EXP/table3/seed$seed"
+        --output_dir="$EXP/table3/seed$seed" ${RECORDS:+--records="$RECORDS"}
 }
 run_queue "$EXP/q3" "${core:-any}" table3_job "${jobs[@]}"
