@@ -89,14 +89,8 @@ def test_compare_refuses_an_unknown_model_in_one_line(tmp_path):
     assert "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize(
-    ("models", "said"),
-    [
-        ("transformer", "--records: translation rows only"),
-        ("t3_base", "--records '{path}' is a file, not a directory"),
-    ],
-)
-def test_compare_refuses_a_bad_records_flag_in_one_line(tmp_path, models, said):
+@pytest.mark.parametrize("models", ["transformer", "t3_base"])
+def test_compare_refuses_a_bad_records_flag_in_one_line(tmp_path, models):
     path = tmp_path / "records"
     path.write_text("")
     result = run_binary(
@@ -108,7 +102,7 @@ def test_compare_refuses_a_bad_records_flag_in_one_line(tmp_path, models, said):
         f"--records={path}",
     )
     assert result.returncode == 1
-    assert f"t2t-compare: error: {said.format(path=path)}" in result.stderr
+    assert f"t2t-compare: error: --records '{path}' is a file, not a directory" in result.stderr
     assert "Traceback" not in result.stderr
 
 

@@ -8,8 +8,9 @@ import tensorflow as tf
 
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.experiment import Experiment
-from t2t_lite.reproduction import records, translation
+from t2t_lite.reproduction import comparison, records, translation
 from t2t_lite.reproduction.translation import ROWS, Figures
+from t2t_lite.training.config import TrainConfig
 
 PROBLEM = "algorithmic_reverse_decimal20"
 BASE, GREEDY = ROWS["t3_base"], ROWS["t3_greedy"]
@@ -104,3 +105,50 @@ def test_a_single_runs_figure_is_kept_under_its_seed_and_read_back_without_one(t
     table, recalled = records.complete(store, ["t3_base"], [], {"t3_base": exp}, [5], False)
     assert table == [(BASE, [_figures(None)])]
     assert recalled == [("t3_base", 5)]
+
+
+def _results(char: float) -> dict:
+    test = {"accuracy": char, "sequence_accuracy": char / 2, "loss": 1.0, "examples": 10}
+    dev = {"accuracy": 1.0, "sequence_accuracy": 0.9, "loss": 0.1, "examples": 10}
+    return {"dev": dev, "test": test}
+
+
+def test_an_algorithmic_table_prints_from_its_records_and_trains_them_no_more(
+    tmp_path, monkeypatch
+):
+    problem = problem_lib.get(PROBLEM)
+    data = str(tmp_path / "data")
+    _write(problem, data, [b"shard"] * len(problem.data_files(data)))
+    trained = []
+
+    def train(exp, data_dir, run_dir, config):  # each run's figure: its model's and seed's
+        trained.append((os.path.basename(run_dir), config.random_seed))
+        return _results((0.6 if "universal" in run_dir else 0.3) + config.random_seed / 10)
+
+    monkeypatch.setattr(comparison.trainer, "train", train)
+    config = TrainConfig(train_steps=5)
+    models, seeds = ["transformer", "universal_transformer"], ["1", "2"]
+    kept, out = str(tmp_path / "records"), str(tmp_path / "out")
+
+    def table(**changes):
+        return comparison.compare(
+            out, models, [PROBLEM], data, dataclasses.replace(config, **changes), seeds,
+            records_dir=kept,
+        )  # fmt: skip
+
+    first = table()
+    assert len(trained) == 4
+    assert "| reverse | Transformer | 0.45 [0.40, 0.50] |" in first
+    assert sorted(os.listdir(os.path.join(kept, PROBLEM))) == models
+    trained.clear()  # the runs left no directory: the records stand in, nothing trains
+    assert table() == first + (
+        f"\n\nRead from records ({kept}; their runs are not here): "
+        f"{PROBLEM} transformer seed 1; {PROBLEM} transformer seed 2; "
+        f"{PROBLEM} universal_transformer seed 1; {PROBLEM} universal_transformer seed 2."
+    )
+    assert trained == []
+    # No run here to draw a dev curve of: the bars only.
+    assert os.path.exists(os.path.join(out, "table.png"))
+    assert not os.path.exists(os.path.join(out, "curves.png"))
+    assert table(train_steps=6) == first  # another budget: trained again, no record read
+    assert len(trained) == 4

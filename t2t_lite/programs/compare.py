@@ -3,7 +3,7 @@ problems; print a table beside the papers' (t2t_lite.reproduction.comparison.com
 
 Translation rows (--models=table3, table7 or their rows) print the Transformer
 paper's Table 3 or the UT paper's Table 7 (reproduction/translation.py,
-translation_compare.py); --records keeps their figures past their run
+translation_compare.py). --records keeps a table's figures past its run
 directories (reproduction/records.py).
 
 bAbI problems get Table 1's form (error per task, failed tasks) and, for the
@@ -77,10 +77,10 @@ flags.DEFINE_enum(
 flags.DEFINE_string(
     "records",
     "",
-    "Translation rows: keep every printed figure in this directory (one file per row "
-    "and seed, with what it depends on) and print a run's record where its run "
-    "directory is not there (deleted, lost, or not finished), training it no more; "
-    "the table names them.",
+    "Keep every run's figures in this directory (one file per row or model and seed, "
+    "with what they depend on, the data's bytes included) and print a run's record "
+    "where its run directory is not there (deleted, lost, or not finished), training "
+    "it no more; the table names them. Not for bAbI tables.",
 )
 flags.mark_flags_as_required(["data_dir", "output_dir"])
 
@@ -103,12 +103,10 @@ def main(argv):
                 FLAGS.output_dir, FLAGS.models, FLAGS.problems, FLAGS.data_dir, config,
                 FLAGS.seeds, FLAGS.hparams, FLAGS.bleu_split, FLAGS.missing, FLAGS.records,
             )  # fmt: skip
-        elif FLAGS.records:
-            raise ValueError("--records: translation rows only (--models=table3, table7 or rows)")
         else:
             table = comparison.compare(
                 FLAGS.output_dir, FLAGS.models, FLAGS.problems, FLAGS.data_dir, config,
-                FLAGS.seeds, FLAGS.hparams, FLAGS.greedy_examples, FLAGS.missing,
+                FLAGS.seeds, FLAGS.hparams, FLAGS.greedy_examples, FLAGS.missing, FLAGS.records,
             )  # fmt: skip
         print(table)
 

@@ -16,7 +16,7 @@ from absl import logging
 from t2t_lite import experiment, files, run_lock
 from t2t_lite import run_dir as run_dir_lib
 from t2t_lite.data import problem as problem_lib
-from t2t_lite.reproduction import babi_report, greedy, lead, seed_stats, translation
+from t2t_lite.reproduction import babi_report, greedy, lead, records, seed_stats, translation
 from t2t_lite.reproduction.entries import ENTRIES, Entry, parse_entries
 from t2t_lite.reproduction.paper import paper_figures, task_of
 from t2t_lite.run_dir import METRICS_FILE, METRICS_SOURCE
@@ -69,8 +69,8 @@ def run(
     after each entry's own (e.g. "max_length=128"). names: the run directory's
     name of each entry (default: its key in ENTRIES). train=False trains
     nothing: a run not finished gets None for its results (`finished_only`); one
-    that only lacks its final evaluation is evaluated. kept: (entry, seed) pairs
-    whose figures are kept elsewhere (translation records): not trained either.
+    that only lacks its final evaluation is evaluated. kept: (problem, entry,
+    seed) of runs whose figures are kept elsewhere (`records`): not trained either.
     """
     seeds = list(seeds or [config.random_seed])
     keys = names or {entry: key for key, entry in ENTRIES.items()}
@@ -88,7 +88,7 @@ def run(
             seeded = dataclasses.replace(config, random_seed=seed)
             run_dirs.append(run_dir)
             finished = _finished(run_dir, exp, data_dir, seeded)
-            if finished is None and train and (entry, seed) not in kept:
+            if finished is None and train and (problem, entry, seed) not in kept:
                 finished = trainer.train(exp, data_dir, run_dir, seeded)
             elif finished is None and _trained_through(run_dir, seeded):
                 finished = _evaluate(exp, data_dir, run_dir, seeded)
@@ -160,6 +160,7 @@ def compare(
     hparams: str = "",
     greedy_examples: int = 0,
     missing: str = "train",
+    records_dir: str = "",
 ) -> str:
     """t2t-compare: trains every model on every problem into output_dir; writes
     table.md there (and pictures) and returns its markdown.
@@ -173,6 +174,8 @@ def compare(
     greedy-decoded accuracy of that many test examples (< 0: all) beside the
     teacher-forced one. missing="skip" trains nothing: the table holds the
     runs that finished, and a line under it names the ones left out.
+    records_dir: keep each run's figures there; a run not here (or not finished)
+    with a matching record prints it and is not trained (`records.RunRecords`).
     """
     if missing not in MISSING:
         raise ValueError(f"--missing: expected one of {', '.join(MISSING)}, got {missing!r}")
@@ -184,9 +187,26 @@ def compare(
         )
     entries = parse_entries(models)
     babi = babi_problems(problems)
+    if records_dir and babi:
+        raise ValueError("--records: not for bAbI tables (their ponder maps read the runs)")
     config = dataclasses.replace(config, eval_steps=EVAL_STEPS)
     train = missing == "train"
-    rows = run(problems, entries, data_dir, output_dir, config, seed_list, hparams, train=train)
+    names = {entry: key for key, entry in ENTRIES.items()}
+
+    def experiment_of(problem: str, entry: Entry):
+        return entry_experiment(entry, names[entry], problem, hparams)
+
+    kept, recalled, store = frozenset(), [], None
+    if records_dir:
+        files.check_writable_dir(records_dir, "--records")
+        store = records.RunRecords.open(records_dir, problems, data_dir, config, greedy_examples)
+        seeds_run = seed_list or [config.random_seed]
+        kept = records.recorded_runs(store, problems, entries, seeds_run, names, experiment_of)
+    rows = run(problems, entries, data_dir, output_dir, config, seed_list, hparams, train=train,
+               kept=kept)  # fmt: skip
+    if store:  # opened again: a first run may have generated the data
+        store = records.RunRecords.open(records_dir, problems, data_dir, config, greedy_examples)
+        recalled = records.recall_runs(store, rows, names, experiment_of, config.random_seed)
     rows, left_out = finished_only(rows)
     if babi:
         table = babi_report.markdown_table(rows)
@@ -197,10 +217,15 @@ def compare(
     else:
         if greedy_examples:
             add_greedy(rows, data_dir, greedy_examples)
+        if store:
+            records.keep_runs(store, rows, names, experiment_of, config.random_seed)
         table = markdown_table(rows) + lead.section(rows)
         if rows:
             write_plots(rows, output_dir)
     table += missing_note(left_out)
+    if recalled:
+        table += f"\n\nRead from records ({records_dir}; their runs are not here): "
+        table += "; ".join(recalled) + "."
     files.write_atomically(os.path.join(output_dir, "table.md"), table + "\n")
     return table
 
@@ -209,6 +234,8 @@ def add_greedy(rows: list[dict], data_dir: str, max_examples: int, split: str = 
     """Adds greedy_accuracy and greedy_sequence_accuracy to each run's `split` results."""
     for row in rows:
         for _, run_dir, results in seed_stats.runs(row):
+            if "greedy_accuracy" in results[split]:  # read from a record that has it
+                continue
             decoded = greedy.evaluate(run_dir, data_dir, split, max_examples)
             results[split]["greedy_accuracy"] = decoded["char_accuracy"]
             results[split]["greedy_sequence_accuracy"] = decoded["sequence_accuracy"]
@@ -350,7 +377,13 @@ def write_plots(rows: list[dict], output_dir: str, long_split: str = "test") -> 
     for row in rows:
         label = f"{task_of(row['problem']) or row['problem']}, {row['entry'].label}"
         for seed, run_dir, _ in seed_stats.runs(row):  # several seeds: a curve each
+            if not tf.io.gfile.exists(run_dir):  # read from a record: no curve
+                continue
             runs[label if seed is None else f"{label}, seed {seed}"] = curves.eval_curves(run_dir)
     curves_path = os.path.join(output_dir, "curves.png")
+    if not runs:  # every run read from a record: no curve to draw, none left of others
+        if tf.io.gfile.exists(curves_path):
+            tf.io.gfile.remove(curves_path)
+        return [table_path]
     plots.save(plots.curves_figure(runs), curves_path)
     return [table_path, curves_path]

@@ -1,4 +1,4 @@
-"""Kept figures of translation table runs, so that a table outlives its run directories.
+"""Kept figures of comparison runs, so that a table outlives its run directories.
 
 A Table 3 sweep is dozens of runs, each tens of megabytes with the five
 checkpoints its averaged row reads. With --records=DIR, t2t-compare keeps
@@ -13,7 +13,9 @@ written again identically is the same data and any other data is not). A
 later table whose run of a row and seed is not there (deleted to save space,
 lost with a machine, or not finished) prints the record instead when all of
 that matches, and names the runs it read from records. A finished run's own
-figures always win, and rewrite its record.
+figures always win, and rewrite its record. The other comparisons (the
+algorithmic and Learning to Execute tables) keep each run's final metrics
+the same way (`RunRecords`), in DIR/<problem>/<entry>/seed<k>.json.
 """
 
 import dataclasses
@@ -24,6 +26,7 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_lite import files
+from t2t_lite.data import problem as problem_lib
 from t2t_lite.reproduction.translation import ROWS, Figures, Row
 
 RECORD_FILE = "seed{seed}.json"
@@ -139,3 +142,118 @@ def complete(
         if completed[key]
     ]
     return merged, recalled
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRecords:
+    """The records of a comparison of whole runs (the algorithmic and Learning to
+    Execute tables, whose figures are each run's final metrics, greedy ones
+    included): DIR/<problem>/<entry>/seed<k>.json, each with what it depends on
+    (the experiment, seed, budget, the greedy decode's example count and the
+    problem's data fingerprint)."""
+
+    directory: str
+    data: dict  # problem -> Problem.data_fingerprint ("" while its data is missing)
+    train_steps: int
+    train_minutes: float
+    greedy_examples: int
+
+    @classmethod
+    def open(cls, directory: str, problems: list[str], data_dir: str, config, greedy_examples):
+        """The records for `problems` on data_dir (reads each problem's data whole)."""
+        data = {}
+        for name in problems:
+            problem = problem_lib.get(name)
+            missing = problem.missing_data(data_dir)
+            data[name] = "" if missing else problem.data_fingerprint(data_dir)
+        return cls(directory, data, config.train_steps, config.train_minutes, greedy_examples)
+
+    def path(self, problem: str, key: str, seed: int) -> str:
+        return os.path.join(self.directory, problem, key, RECORD_FILE.format(seed=seed))
+
+    def depends_on(self, problem: str, exp, seed: int) -> dict:
+        return _plain(
+            {
+                "experiment": exp.to_dict(),
+                "seed": seed,
+                "train_steps": self.train_steps,
+                "train_minutes": self.train_minutes,
+                "greedy_examples": self.greedy_examples,
+                "data": self.data[problem],
+            }
+        )
+
+    def keep(self, problem: str, key: str, exp, seed: int, results: dict) -> None:
+        record = {"depends_on": self.depends_on(problem, exp, seed), "results": results}
+        files.write_atomically(self.path(problem, key, seed), files.strict_json(record) + "\n")
+
+    def recall(self, problem: str, key: str, exp, seed: int) -> dict | None:
+        """The recorded final metrics of that run, or None (none, or another's)."""
+        if not self.data[problem]:
+            return None
+        path = self.path(problem, key, seed)
+        if not tf.io.gfile.exists(path):
+            return None
+        try:
+            record = json.loads(files.read_text(path))
+            kept, results = record["depends_on"], dict(record["results"])
+        except (AttributeError, KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"{path}: not a t2t-compare record ({err})") from None
+        wanted = self.depends_on(problem, exp, seed)
+        differs = [name for name in sorted(wanted) if kept.get(name) != wanted[name]]
+        if differs:
+            logging.info("%s: not used; its %s differ from this table's.", path, ", ".join(differs))
+            return None
+        return results
+
+
+def _runs_of(row: dict, seed: int) -> list[tuple[int, int | None]]:
+    """(index, seed) per run of a comparison row (`comparison.run`'s); a single
+    run's seed is `seed`, its index None."""
+    if "run_dirs" not in row:
+        return [(None, seed)]
+    return list(enumerate(row["seeds"]))
+
+
+def recall_runs(store: RunRecords, rows: list[dict], names: dict, experiment_of, seed: int):
+    """Fills each run of `rows` that has no figures with its record, where one
+    matches -> ("problem entry[ seed k]" per run read from records). names: each
+    entry's run name; experiment_of(problem, entry): its Experiment."""
+    recalled = []
+    for row in rows:
+        problem, entry = row["problem"], row["entry"]
+        for index, run_seed in _runs_of(row, seed):
+            results = row["results"] if index is None else row["results"][index]
+            if results is not None:
+                continue
+            exp = experiment_of(problem, entry)
+            found = store.recall(problem, names[entry], exp, run_seed)
+            if found is None:
+                continue
+            if index is None:
+                row["results"] = found
+            else:
+                row["results"][index] = found
+            suffix = "" if index is None else f" seed {run_seed}"
+            recalled.append(f"{problem} {names[entry]}{suffix}")
+    return recalled
+
+
+def keep_runs(store: RunRecords, rows: list[dict], names: dict, experiment_of, seed: int):
+    """Keeps every run's figures of `rows` (finished ones: `comparison.finished_only`)."""
+    for row in rows:
+        problem, entry = row["problem"], row["entry"]
+        for index, run_seed in _runs_of(row, seed):
+            results = row["results"] if index is None else row["results"][index]
+            store.keep(problem, names[entry], experiment_of(problem, entry), run_seed, results)
+
+
+def recorded_runs(store, problems, entries, seeds, names, experiment_of) -> frozenset:
+    """(problem, entry, seed) of every run with a matching record: not trained again."""
+    return frozenset(
+        (problem, entry, seed)
+        for problem in problems
+        for entry in entries
+        for seed in seeds
+        if store.recall(problem, names[entry], experiment_of(problem, entry), seed) is not None
+    )

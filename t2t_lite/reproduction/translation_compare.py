@@ -105,12 +105,12 @@ class _Kept:
         return all(self.store.recall(k, translation.ROWS[k], exp, seed) for k in rows)
 
     def runs(self) -> frozenset:
-        """(entry, seed) of each run every asked row of which has a matching record:
+        """(problem, entry, seed) of each run every asked row of which has a matching record:
         not trained again."""
         if self.store is None:  # no data yet: nothing can match
             return frozenset()
         return frozenset(
-            (entry, seed)
+            (self.problem, entry, seed)
             for key, entry in self.trained.items()
             for seed in self.seeds
             if self._recorded(key, seed)
