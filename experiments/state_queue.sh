@@ -5,7 +5,8 @@
 # of `t2t-compare --models=<row>` (a row of `state_table`), 12,000 steps,
 # evaluated every 1,000 and saved every 250, into $EXP/state_table/seed<k>, the
 # layout the table's one command (`t2t-compare --models=state_table
-# --seeds=1,2,3 --missing=skip`) reads. JOBS gives the order.
+# --seeds=1,2,3 --missing=skip`) reads. JOBS gives the order. RECORDS=R keeps
+# each job's figures in R (t2t-compare --records).
 set -uo pipefail
 here=$(dirname "$0")
 . "$here/env.sh"
@@ -19,6 +20,6 @@ state_job() {  # state_job <row>:<problem>:<seed>
     pin "$core" "$BIN/t2t-compare" --problems="$problem" --models="$row" \
         --random_seed="$seed" --train_steps=12000 --local_eval_frequency=1000 \
         --save_checkpoints_steps=250 --greedy_examples=-1 --data_dir="$EXP/algo" \
-        --output_dir="$EXP/state_table/seed$seed"
+        --output_dir="$EXP/state_table/seed$seed" ${RECORDS:+--records="$RECORDS"}
 }
 run_queue "$EXP/qs" "${core:-any}" state_job ${JOBS:?JOBS: the jobs, "<row>:<problem>:<seed> ..."}
