@@ -32,9 +32,35 @@ from t2t_lite.reproduction.translation import ROWS, Figures, Row
 RECORD_FILE = "seed{seed}.json"
 
 
-def _plain(data: dict) -> dict:
-    """data as it reads back from JSON (tuples become lists), to compare with a record."""
+def _depends_on(exp, seed: int, train_steps: int, train_minutes: float, **more) -> dict:
+    """What every record's figures depend on (the run's experiment, seed and budget)
+    and `more`, as it reads back from JSON (tuples become lists)."""
+    data = {"experiment": exp.to_dict(), "seed": seed, "train_steps": train_steps,
+            "train_minutes": train_minutes, **more}  # fmt: skip
     return json.loads(json.dumps(data))
+
+
+def _write(path: str, depends_on: dict, body: dict) -> None:
+    files.write_atomically(path, files.strict_json({"depends_on": depends_on, **body}) + "\n")
+
+
+def _read(path: str, wanted: dict, parse):
+    """parse(the record's body) where the record at `path` depends on exactly
+    `wanted`; None where there is none or it differs (logged: in what). A damaged
+    record is a ValueError naming it."""
+    if not tf.io.gfile.exists(path):
+        return None
+    try:
+        record = json.loads(files.read_text(path))
+        kept = record.pop("depends_on")
+        figures = parse(record)
+    except (AttributeError, KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{path}: not a t2t-compare record ({err})") from None
+    differs = [name for name in sorted(wanted) if kept.get(name) != wanted[name]]
+    if differs:
+        logging.info("%s: not used; its %s differ from this table's.", path, ", ".join(differs))
+        return None
+    return figures
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,43 +86,23 @@ class Records:
 
     def depends_on(self, row: Row, exp, seed: int) -> dict:
         """Everything a row's figure for one seed depends on."""
-        return _plain(
-            {
-                "experiment": exp.to_dict(),
-                "seed": seed,
-                "train_steps": self.train_steps,
-                "train_minutes": self.train_minutes,
-                "split": self.split,
-                "decode": row.decode,
-                "average": row.average,
-                "data": self.data,
-            }
-        )
+        return _depends_on(exp, seed, self.train_steps, self.train_minutes, split=self.split,
+                           decode=row.decode, average=row.average, data=self.data)  # fmt: skip
 
     def keep(self, key: str, row: Row, exp, seed: int, figures: Figures) -> None:
         """Writes (or rewrites) the record of `key`'s figure for `seed`."""
-        record = {"depends_on": self.depends_on(row, exp, seed), **dataclasses.asdict(figures)}
-        files.write_atomically(self.path(key, seed), files.strict_json(record) + "\n")
+        _write(self.path(key, seed), self.depends_on(row, exp, seed), dataclasses.asdict(figures))
 
     def recall(self, key: str, row: Row, exp, seed: int) -> Figures | None:
         """The recorded figure of `key` for `seed`, or None where there is none or it
         depends on something else (logged: which fields differ)."""
-        path = self.path(key, seed)
-        if not tf.io.gfile.exists(path):
-            return None
-        try:
-            record = json.loads(files.read_text(path))
-            kept = record.pop("depends_on")
-            figures = Figures(**record)
-        except (AttributeError, KeyError, TypeError, ValueError) as err:
-            raise ValueError(f"{path}: not a t2t-compare record ({err})") from None
-        wanted = self.depends_on(row, exp, seed)
-        differs = [name for name in sorted(wanted) if kept.get(name) != wanted[name]]
-        if differs:
-            logging.info("%s: not used; its %s differ from this table's.", path, ", ".join(differs))
-            return None
-        ponder = tuple(figures.ponder) if figures.ponder is not None else None
-        return dataclasses.replace(figures, ponder=ponder)
+        return _read(self.path(key, seed), self.depends_on(row, exp, seed), _figures)
+
+
+def _figures(body: dict) -> Figures:
+    figures = Figures(**body)
+    ponder = tuple(figures.ponder) if figures.ponder is not None else None  # a JSON list
+    return dataclasses.replace(figures, ponder=ponder)
 
 
 def complete(
@@ -172,39 +178,19 @@ class RunRecords:
         return os.path.join(self.directory, problem, key, RECORD_FILE.format(seed=seed))
 
     def depends_on(self, problem: str, exp, seed: int) -> dict:
-        return _plain(
-            {
-                "experiment": exp.to_dict(),
-                "seed": seed,
-                "train_steps": self.train_steps,
-                "train_minutes": self.train_minutes,
-                "greedy_examples": self.greedy_examples,
-                "data": self.data[problem],
-            }
-        )
+        return _depends_on(exp, seed, self.train_steps, self.train_minutes,
+                           greedy_examples=self.greedy_examples, data=self.data[problem])  # fmt: skip
 
     def keep(self, problem: str, key: str, exp, seed: int, results: dict) -> None:
-        record = {"depends_on": self.depends_on(problem, exp, seed), "results": results}
-        files.write_atomically(self.path(problem, key, seed), files.strict_json(record) + "\n")
+        path = self.path(problem, key, seed)
+        _write(path, self.depends_on(problem, exp, seed), {"results": results})
 
     def recall(self, problem: str, key: str, exp, seed: int) -> dict | None:
         """The recorded final metrics of that run, or None (none, or another's)."""
-        if not self.data[problem]:
+        if not self.data[problem]:  # its data is missing: no record can be its
             return None
-        path = self.path(problem, key, seed)
-        if not tf.io.gfile.exists(path):
-            return None
-        try:
-            record = json.loads(files.read_text(path))
-            kept, results = record["depends_on"], dict(record["results"])
-        except (AttributeError, KeyError, TypeError, ValueError) as err:
-            raise ValueError(f"{path}: not a t2t-compare record ({err})") from None
         wanted = self.depends_on(problem, exp, seed)
-        differs = [name for name in sorted(wanted) if kept.get(name) != wanted[name]]
-        if differs:
-            logging.info("%s: not used; its %s differ from this table's.", path, ", ".join(differs))
-            return None
-        return results
+        return _read(self.path(problem, key, seed), wanted, lambda body: dict(body["results"]))
 
 
 def _runs_of(row: dict, seed: int) -> list[tuple[int, int | None]]:
