@@ -204,8 +204,11 @@ def compare(
         kept = records.recorded_runs(store, problems, entries, seeds_run, names, experiment_of)
     rows = run(problems, entries, data_dir, output_dir, config, seed_list, hparams, train=train,
                kept=kept)  # fmt: skip
-    if store:  # opened again: a first run may have generated the data
-        store = records.RunRecords.open(records_dir, problems, data_dir, config, greedy_examples)
+    if store:
+        if not all(store.data.values()):  # opened again: a first run generated the data
+            store = records.RunRecords.open(
+                records_dir, problems, data_dir, config, greedy_examples
+            )
         recalled = records.recall_runs(store, rows, names, experiment_of, config.random_seed)
     rows, left_out = finished_only(rows)
     if babi:
@@ -223,9 +226,7 @@ def compare(
         if rows:
             write_plots(rows, output_dir)
     table += missing_note(left_out)
-    if recalled:
-        table += f"\n\nRead from records ({records_dir}; their runs are not here): "
-        table += "; ".join(recalled) + "."
+    table += records.note(records_dir, recalled)
     files.write_atomically(os.path.join(output_dir, "table.md"), table + "\n")
     return table
 

@@ -193,6 +193,13 @@ class RunRecords:
         return _read(self.path(problem, key, seed), wanted, lambda body: dict(body["results"]))
 
 
+def note(directory: str, runs: list[str]) -> str:
+    """The line under a table naming the runs it read from records ("" for none)."""
+    if not runs:
+        return ""
+    return f"\n\nRead from records ({directory}; their runs are not here): {'; '.join(runs)}."
+
+
 def _runs_of(row: dict, seed: int) -> list[tuple[int, int | None]]:
     """(index, seed) per run of a comparison row (`comparison.run`'s); a single
     run's seed is `seed`, its index None."""

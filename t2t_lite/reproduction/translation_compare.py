@@ -102,7 +102,7 @@ class _Kept:
     def _recorded(self, key: str, seed: int) -> bool:
         exp = self.experiments[key]
         rows = self._rows_of(key)
-        return all(self.store.recall(k, translation.ROWS[k], exp, seed) for k in rows)
+        return all(self.store.recall(k, translation.ROWS[k], exp, seed) is not None for k in rows)
 
     def runs(self) -> frozenset:
         """(problem, entry, seed) of each run every asked row of which has a matching record:
@@ -135,10 +135,5 @@ class _Kept:
             return all((k, seed) in had for k in self._rows_of(key))
 
         still = [name for name in left_out if not covered(name)]
-        note = ""
-        if recalled:
-            runs = "; ".join(
-                key + (f" seed {seed}" if self.several else "") for key, seed in recalled
-            )
-            note = f"\n\nRead from records ({self.directory}; their runs are not here): {runs}."
-        return table, still, note
+        runs = [key + (f" seed {seed}" if self.several else "") for key, seed in recalled]
+        return table, still, records.note(self.directory, runs)
