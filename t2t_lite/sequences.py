@@ -30,7 +30,9 @@ EOS_TOKEN = "<EOS>"
 # encoder's keys and values). Beam search neither tiles nor reorders them:
 # a step sees B * K hypothesis rows, K consecutive per input, and B static rows.
 STATIC_CACHE = "static"
-BUCKET_MULTIPLE = 8  # padded lengths are multiples of this
+BUCKET_MULTIPLE = 8  # the shortest bucket, and the longest is a multiple of it
+# Growth from one length bucket to the next (tensor2tensor's length_bucket_step).
+LENGTH_BUCKET_STEP = 1.1
 
 
 def with_eos(ids: list[int]) -> list[int]:
@@ -74,17 +76,21 @@ def round_up(n: int, multiple: int = BUCKET_MULTIPLE) -> int:
     return -(-n // multiple) * multiple
 
 
-def bucket_lengths(max_length: int) -> list[int]:
-    """Padded lengths of the buckets: multiples of 8, doubling, last >= max_length.
+def bucket_lengths(max_length: int, step: float) -> list[int]:
+    """Padded lengths of the length buckets, last >= max_length.
 
-    Few buckets keep the number of distinct batch shapes (and so compiled
-    steps) small: 4 for length 41, 7 for length 401.
+    tensor2tensor's rule: from 8, each length is the last times `step` (at
+    least one more), and the last is rounded up to a multiple of 8. Step 1.1
+    (LENGTH_BUCKET_STEP) pads little: 42 buckets for length 256, and batches of
+    short sentences about 8% padding, against about 30% with doubling buckets
+    (step 2: 4 buckets for length 41, 7 for 401, the fewest shapes for a step
+    that XLA compiles once per shape).
     """
     lengths = []
     length = BUCKET_MULTIPLE
     while length < max_length:
         lengths.append(length)
-        length *= 2
+        length = max(length + 1, int(length * step))
     if not lengths or lengths[-1] < max_length:
         last = round_up(max_length)
         lengths = [n for n in lengths if n < last] + [last]

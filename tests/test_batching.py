@@ -9,8 +9,35 @@ from t2t_lite.data import batching, problem
     "max_length, expected",
     [(41, [8, 16, 32, 48]), (401, [8, 16, 32, 64, 128, 256, 408]), (8, [8]), (5, [8])],
 )
-def test_bucket_lengths_by_hand(max_length, expected):
-    assert sequences.bucket_lengths(max_length) == expected
+def test_doubling_bucket_lengths_by_hand(max_length, expected):
+    assert sequences.bucket_lengths(max_length, 2.0) == expected
+
+
+def test_fine_bucket_lengths_by_hand():
+    # From 8, one more each until 8 * 1.1 adds more than one (int(20 * 1.1) = 22),
+    # then int(x * 1.1): 22, 24, 26, 28, 30, 33, 36, 39; 42 would pass 41, so the
+    # last is 41 rounded up to a multiple of 8.
+    assert sequences.bucket_lengths(41, 1.1) == list(range(8, 21)) + [
+        22, 24, 26, 28, 30, 33, 36, 39, 48,
+    ]  # fmt: skip
+    assert len(sequences.bucket_lengths(256, sequences.LENGTH_BUCKET_STEP)) == 42
+    # Step 1: a bucket for every length below the last.
+    assert sequences.bucket_lengths(12, 1.0) == [8, 9, 10, 11, 16]
+
+
+@pytest.mark.parametrize("step", [1.1, 2.0])
+def test_each_batch_is_padded_to_the_smallest_bucket_holding_its_longest(small_data, step):
+    """Test examples are 2..13 long (EOS included): a batch's length is the
+    first bucket at or above its longest row, so finer buckets pad less."""
+    prob = problem.get("test_identity_small")
+    lengths = sequences.bucket_lengths(prob.max_length("test"), step)
+    seen = set()
+    for batch in prob.dataset(small_data, "test", 64, length_bucket_step=step):
+        width = batch["targets"].shape[1]
+        longest = int((batch["targets"].numpy() != 0).sum(axis=1).max())
+        assert width == min(n for n in lengths if n >= longest)
+        seen.add(width)
+    assert len(seen) > 1
 
 
 def test_batch_sizes_by_hand():
@@ -21,7 +48,7 @@ def test_batch_sizes_by_hand():
 def test_train_batches_respect_token_budget_and_buckets(small_data):
     prob = problem.get("test_identity_small")
     budget = 64
-    lengths = sequences.bucket_lengths(7)
+    lengths = sequences.bucket_lengths(7, sequences.LENGTH_BUCKET_STEP)
     for batch in prob.dataset(small_data, "train", budget, max_length=7, seed=1).take(30):
         b, s = batch["inputs"].shape
         assert batch["targets"].shape == (b, s)

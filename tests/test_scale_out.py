@@ -15,6 +15,7 @@ from conftest import ROOT
 
 from t2t_lite import experiment, sequences
 from t2t_lite.data import problem
+from t2t_lite.reproduction import comparison, entries
 from t2t_lite.training import distribution, steps, trainer
 
 VOCAB = 12
@@ -69,6 +70,34 @@ def test_accumulating_micro_batches_equals_one_step_on_their_union():
         np.testing.assert_allclose(a, b, atol=1e-6)
         moved += int(np.abs(a - start.numpy()).max() > 1e-4)
     assert moved > 0.9 * len(once)  # the update happened
+
+
+@pytest.mark.parametrize(
+    "key", ["transformer", "adaptive_universal_transformer", "ut_wavefront", "transformer_relative"]
+)
+def test_a_train_step_is_traced_at_most_three_times_over_every_bucket_shape(tmp_path, key):
+    """Each family trains on batches of several bucket lengths and rows (a bucket
+    per length 8..13, as step 1 gives) through one step function: traced for
+    the first shape, then as rows and lengths are generalised (each at most
+    once), not once per bucket; every loss finite."""
+    data_dir = str(tmp_path)
+    prob = problem.get("test_permute_small")
+    prob.generate_data(data_dir, seed=1)
+    exp = comparison.entry_experiment(entries.ENTRIES[key], key, "test_permute_small")
+    batches = prob.dataset(
+        data_dir, "test", 64, input_labels=exp.hparams.input_label_loss_weight > 0,
+        length_bucket_step=1.0,
+    )  # fmt: skip
+    keras.utils.set_random_seed(7)
+    model, optimizer, step = steps.build_training_state(exp, prob.vocab_size)
+    strategy = tf.distribute.get_strategy()
+    train_step = steps.make_train_step(model, optimizer, strategy, 0.1, step, False)
+    shapes = set()
+    for batch in batches:
+        shapes.add(tuple(batch["targets"].shape))
+        assert math.isfinite(float(train_step((batch,))[0]))
+    assert len(shapes) >= 3
+    assert train_step.experimental_get_tracing_count() <= 3
 
 
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])

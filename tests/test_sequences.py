@@ -24,8 +24,8 @@ def test_truncation_warns_with_the_place(caplog):
 
 
 def test_bucket_lengths_double_from_eight():
-    assert sequences.bucket_lengths(41) == [8, 16, 32, 48]
-    assert sequences.bucket_lengths(8) == [8]
+    assert sequences.bucket_lengths(41, 2.0) == [8, 16, 32, 48]
+    assert sequences.bucket_lengths(8, 2.0) == [8]
     assert [sequences.doubling_bucket(n) for n in (1, 8, 9, 17, 100)] == [8, 8, 16, 32, 128]
 
 

@@ -46,14 +46,15 @@ def bucket_by_tokens(
     tokens: int,
     max_length: int,
     drop_remainder: bool = False,
+    step: float = sequences.LENGTH_BUCKET_STEP,
 ) -> tf.data.Dataset:
     """Batches examples (no longer than max_length) within a token budget.
 
     Every feature of a batch (inputs and targets, and any other sequence of
-    the inputs' length) is padded with 0 to the bucket's length, so
-    every batch has one of len(sequences.bucket_lengths(max_length)) sequence lengths.
+    the inputs' length) is padded with 0 to the bucket's length, so every
+    batch has one of sequences.bucket_lengths(max_length, step) sequence lengths.
     """
-    lengths = sequences.bucket_lengths(max_length)
+    lengths = sequences.bucket_lengths(max_length, step)
     sizes = batch_sizes(lengths, tokens)
     return dataset.bucket_by_sequence_length(
         example_length,

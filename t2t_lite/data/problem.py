@@ -192,6 +192,7 @@ class Problem(abc.ABC):
         input_context: tf.distribute.InputContext | None = None,
         length_limit: tf.Variable | None = None,
         input_labels: bool = False,
+        length_bucket_step: float = sequences.LENGTH_BUCKET_STEP,
     ) -> tf.data.Dataset:
         """Batched {"inputs": [B, S], "targets": [B, T]} int32 batches of `split`.
 
@@ -202,7 +203,8 @@ class Problem(abc.ABC):
         read as examples pass, above which they are skipped too (a length
         curriculum raises it as training goes). `input_labels`: the batches
         also hold "input_labels" [B, S], `input_labels` of each example's
-        inputs, 0 (no label) at padding.
+        inputs, 0 (no label) at padding. `length_bucket_step`: the length
+        buckets' growth (sequences.bucket_lengths).
         """
         paths = self.split_files(data_dir, split)
         training = split == TRAIN
@@ -231,7 +233,9 @@ class Problem(abc.ABC):
             examples = examples.filter(lambda ex: batching.example_length(ex) <= length_limit)
         if training:
             examples = examples.repeat()
-        batches = batching.bucket_by_tokens(examples, batch_size, limit, drop_remainder=training)
+        batches = batching.bucket_by_tokens(
+            examples, batch_size, limit, drop_remainder=training, step=length_bucket_step
+        )
         if input_labels:  # per batch, after the filters: only kept examples are labelled
             batches = batches.map(self.with_input_labels, num_parallel_calls=tf.data.AUTOTUNE)
         return batches.prefetch(tf.data.AUTOTUNE)

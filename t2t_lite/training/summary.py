@@ -10,6 +10,7 @@ import keras
 import tensorflow as tf
 
 from t2t_lite import experiment as experiment_lib
+from t2t_lite import sequences
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
 from t2t_lite.training.config import PRECISIONS, TrainConfig
@@ -57,8 +58,9 @@ def startup_summary(
         f"{PRECISIONS[config.mixed_precision]}; XLA {'on' if config.xla_compile else 'off'}"
     )
     batch_line = (
-        f"batches of {hp.batch_size:,} tokens per replica ({batch:,} per update); "
-        f"max_length {hp.max_length}"
+        f"batches of {hp.batch_size:,} tokens per replica ({batch:,} per update) in "
+        f"{len(sequences.bucket_lengths(hp.max_length, hp.length_bucket_step))} length "
+        f"buckets (length_bucket_step {hp.length_bucket_step:g}); max_length {hp.max_length}"
     )
     if hp.curriculum_start_length:
         batch_line += (

@@ -102,6 +102,7 @@ class Trainer:
                 input_context=context,
                 length_limit=length_limit,
                 input_labels=self.hp.input_label_loss_weight > 0,
+                length_bucket_step=self.hp.length_bucket_step,
             )
 
         return self.strategy.distribute_datasets_from_function(dataset_fn)
