@@ -72,20 +72,26 @@ def test_accumulating_micro_batches_equals_one_step_on_their_union():
     assert moved > 0.9 * len(once)  # the update happened
 
 
+@pytest.fixture(scope="module")
+def permute_data(tmp_path_factory) -> str:
+    """A data dir of test_permute_small, generated once for the module."""
+    data_dir = str(tmp_path_factory.mktemp("permute"))
+    problem.get("test_permute_small").generate_data(data_dir, seed=1)
+    return data_dir
+
+
 @pytest.mark.parametrize(
     "key", ["transformer", "adaptive_universal_transformer", "ut_wavefront", "transformer_relative"]
 )
-def test_a_train_step_is_traced_at_most_three_times_over_every_bucket_shape(tmp_path, key):
+def test_a_train_step_is_traced_at_most_three_times_over_every_bucket_shape(permute_data, key):
     """Each family trains on batches of several bucket lengths and rows (a bucket
     per length 8..13, as step 1 gives) through one step function: traced for
     the first shape, then as rows and lengths are generalised (each at most
     once), not once per bucket; every loss finite."""
-    data_dir = str(tmp_path)
     prob = problem.get("test_permute_small")
-    prob.generate_data(data_dir, seed=1)
     exp = comparison.entry_experiment(entries.ENTRIES[key], key, "test_permute_small")
     batches = prob.dataset(
-        data_dir, "test", 64, input_labels=exp.hparams.input_label_loss_weight > 0,
+        permute_data, "test", 64, input_labels=exp.hparams.input_label_loss_weight > 0,
         length_bucket_step=1.0,
     )  # fmt: skip
     keras.utils.set_random_seed(7)

@@ -45,8 +45,8 @@ def bucket_by_tokens(
     dataset: tf.data.Dataset,
     tokens: int,
     max_length: int,
+    step: float,
     drop_remainder: bool = False,
-    step: float = sequences.LENGTH_BUCKET_STEP,
 ) -> tf.data.Dataset:
     """Batches examples (no longer than max_length) within a token budget.
 

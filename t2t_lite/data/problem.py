@@ -234,7 +234,7 @@ class Problem(abc.ABC):
         if training:
             examples = examples.repeat()
         batches = batching.bucket_by_tokens(
-            examples, batch_size, limit, drop_remainder=training, step=length_bucket_step
+            examples, batch_size, limit, length_bucket_step, drop_remainder=training
         )
         if input_labels:  # per batch, after the filters: only kept examples are labelled
             batches = batches.map(self.with_input_labels, num_parallel_calls=tf.data.AUTOTUNE)
