@@ -1,6 +1,7 @@
 import math
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from t2t_lite.training import losses, schedules
@@ -50,3 +51,16 @@ def test_learning_rate_schedule_by_hand():
     np.testing.assert_allclose(float(schedule(0)), 2.0 * (1 / 100) * 0.1 * 0.25, rtol=1e-6)
     np.testing.assert_allclose(float(schedule(99)), 2.0 * 0.1 * 0.25, rtol=1e-6)
     np.testing.assert_allclose(float(schedule(399)), 2.0 * 0.05 * 0.25, rtol=1e-6)
+
+
+def test_linear_decay_by_hand():
+    # tensor2tensor's linear_decay: the last decay_steps of a 500-step budget.
+    schedule = schedules.RsqrtWarmup(2.0, 100, 16, decay_steps=200, train_steps=500)
+    rsqrt = 2.0 * 0.25
+    np.testing.assert_allclose(float(schedule(299)), rsqrt / 300**0.5, rtol=1e-6)  # not yet
+    np.testing.assert_allclose(float(schedule(300)), rsqrt / 301**0.5, rtol=1e-6)  # factor 1
+    np.testing.assert_allclose(float(schedule(400)), rsqrt / 401**0.5 * 0.5, rtol=1e-6)
+    np.testing.assert_allclose(float(schedule(499)), rsqrt / 500**0.5 / 200, rtol=1e-6)
+    assert float(schedule(500)) == 0.0 and float(schedule(900)) == 0.0
+    with pytest.raises(ValueError, match="train_steps"):
+        schedules.RsqrtWarmup(2.0, 100, 16, decay_steps=200)

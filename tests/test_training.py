@@ -255,3 +255,16 @@ def test_a_model_too_large_for_memory_or_too_short_a_max_length_is_named(small_d
         experiment.Experiment.resolve(
             "transformer", "test_identity_small", "transformer_test", "max_length=1"
         )
+
+
+def test_the_learning_rate_decays_to_zero_at_the_budgets_end(small_data, tmp_path):
+    t = make_trainer(small_data, str(tmp_path / "run"), 4, HPARAMS + ",learning_rate_decay_steps=2")
+    first = float(t.optimizer.learning_rate)  # iteration 0: before the decay
+    constant = t.hp.learning_rate_constant
+    assert first == pytest.approx(constant * 0.1 * 10**-0.5 * t.hp.hidden_size**-0.5, rel=1e-6)
+    t.train()
+    assert int(t.optimizer.iterations) == 4 and float(t.optimizer.learning_rate) == 0.0
+    with pytest.raises(ValueError, match="learning_rate_decay_steps"):
+        make_trainer(
+            small_data, str(tmp_path / "bad"), 4, HPARAMS + ",learning_rate_decay_steps=-1"
+        )

@@ -54,6 +54,9 @@ class TransformerHParams:
     # lr = constant * min(1, step/warmup) * rsqrt(max(step, warmup)) * rsqrt(hidden_size)
     learning_rate_constant: float = 2.0
     learning_rate_warmup_steps: int = 8000
+    # tensor2tensor's linear_decay: over the last this many steps of
+    # --train_steps the rate falls linearly towards 0 (0: off).
+    learning_rate_decay_steps: int = 0
     optimizer_adam_beta1: float = 0.9
     optimizer_adam_beta2: float = 0.997
     optimizer_adam_epsilon: float = 1e-9
@@ -253,7 +256,8 @@ class TransformerHParams:
         require(
             0.0 < self.optimizer_adam_epsilon < 1.0, "optimizer_adam_epsilon", "must be in (0, 1)"
         )
-        require(self.learning_rate_warmup_steps >= 0, "learning_rate_warmup_steps", "must be >= 0")
+        for key in ("learning_rate_warmup_steps", "learning_rate_decay_steps"):
+            require(getattr(self, key) >= 0, key, "must be >= 0")
         require(self.max_length >= 2, "max_length", "must be >= 2 (a symbol and EOS)")
         require(
             1.0 <= self.length_bucket_step <= 1024.0,

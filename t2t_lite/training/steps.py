@@ -13,7 +13,10 @@ SUM = tf.distribute.ReduceOp.SUM
 
 
 def build_training_state(
-    experiment: experiment_lib.Experiment, vocab_size: int, mixed_precision: str = "none"
+    experiment: experiment_lib.Experiment,
+    vocab_size: int,
+    mixed_precision: str = "none",
+    train_steps: int = 0,
 ) -> tuple[keras.Model, keras.optimizers.Optimizer, tf.Variable]:
     """A built model, an optimizer built over its weights, and the step counter.
 
@@ -21,6 +24,7 @@ def build_training_state(
     mixed precision the model's layers compute in float16/bfloat16 (their
     variables stay float32); fp16 wraps the optimizer in Keras's
     LossScaleOptimizer. The global dtype policy is restored afterwards.
+    train_steps: the budget a learning-rate decay ends at (hp.learning_rate_decay_steps).
     """
     previous = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy(PRECISIONS[mixed_precision])
@@ -29,7 +33,7 @@ def build_training_state(
         checkpoints.build_model(model)
     finally:
         keras.mixed_precision.set_global_policy(previous)
-    optimizer = schedules.make_optimizer(experiment.hparams)
+    optimizer = schedules.make_optimizer(experiment.hparams, train_steps)
     if mixed_precision == "fp16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     optimizer.build(model.trainable_variables)

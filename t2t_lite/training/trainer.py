@@ -47,7 +47,7 @@ class Trainer:
         keras.utils.set_random_seed(config.random_seed)
         with self.strategy.scope():
             self.model, self.optimizer, self.step = steps.build_training_state(
-                experiment, self.problem.vocab_size, config.mixed_precision
+                experiment, self.problem.vocab_size, config.mixed_precision, config.train_steps
             )
         self.checkpoint = checkpoints.make_checkpoint(self.model, self.optimizer, self.step)
         # Every worker takes part in saving; only the chief's copy is kept.
