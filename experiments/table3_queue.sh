@@ -6,6 +6,9 @@
 # layout the table's one command (`t2t-compare --models=table3 --seeds=1,2,3`)
 # reads. The order is every row of seed 1, then seed 2, then seed 3 (ROWS and
 # SEEDS narrow it); JOBS="row:seed ..." gives an order of its own instead.
+# STEPS (3000), EVAL_EVERY (500) and HPARAMS (overrides after every row's own,
+# t2t-compare --hparams) set the budget and recipe; OUT ($EXP/table3) and QUEUE
+# ($EXP/q3) keep a table of another budget apart from this one.
 # RECORDS=R keeps each job's figures in R (t2t-compare --records); the base's
 # job also decodes the rows that read its runs (greedy, the average of 5), so
 # that every row's figure is kept as its run finishes.
@@ -27,8 +30,9 @@ table3_job() {  # table3_job <row>:<seed>
     models=$row
     [ "$row" = t3_base ] && models=t3_base,t3_greedy,t3_average5
     pin "$core" "$BIN/t2t-compare" --problems=translate_gettext --models="$models" \
-        --random_seed="$seed" --train_steps=3000 --save_checkpoints_steps=100 \
-        --local_eval_frequency=500 --data_dir="$EXP/data" \
-        --output_dir="$EXP/table3/seed$seed" ${RECORDS:+--records="$RECORDS"}
+        --random_seed="$seed" --train_steps="${STEPS:-3000}" --save_checkpoints_steps=100 \
+        --local_eval_frequency="${EVAL_EVERY:-500}" --data_dir="$EXP/data" \
+        ${HPARAMS:+--hparams="$HPARAMS"} --output_dir="${OUT:-$EXP/table3}/seed$seed" \
+        ${RECORDS:+--records="$RECORDS"}
 }
-run_queue "$EXP/q3" "${core:-any}" table3_job "${jobs[@]}"
+run_queue "${QUEUE:-$EXP/q3}" "${core:-any}" table3_job "${jobs[@]}"
