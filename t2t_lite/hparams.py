@@ -76,9 +76,17 @@ def to_dict(hparams: Any) -> dict[str, Any]:
     return dataclasses.asdict(hparams)
 
 
+def complete(hparams_class: type, values: dict[str, Any]) -> dict[str, Any]:
+    """`values` as a file written before some of the class's keys existed holds
+    them, with each such key at the value that reproduces what ran then (the
+    class's KEYS_ADDED), so an older run or record reads back as what it ran."""
+    return {**getattr(hparams_class, "KEYS_ADDED", {}), **values}
+
+
 def from_dict(hparams_class: type, values: dict[str, Any]) -> Any:
-    """Rebuilds hparams of `hparams_class` from a dict, validating every key."""
-    return override(hparams_class(), dict(values))
+    """Rebuilds hparams of `hparams_class` from a dict (completed: keys added
+    since it was written take their earlier behaviour), validating every key."""
+    return override(hparams_class(), complete(hparams_class, values))
 
 
 def dumps(hparams: Any) -> str:

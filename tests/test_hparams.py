@@ -77,6 +77,18 @@ def test_dict_round_trip():
     assert again == hp
 
 
+def test_a_dict_written_before_a_key_existed_reads_back_as_what_it_ran():
+    # length_bucket_step came after runs that batched with doubling buckets, and
+    # learning_rate_decay_steps after runs with no decay: those are their values.
+    values = hparams.to_dict(transformer_hparams.transformer_tiny())
+    assert values["length_bucket_step"] == 1.1
+    del values["length_bucket_step"], values["learning_rate_decay_steps"]
+    old = hparams.from_dict(transformer_hparams.TransformerHParams, values)
+    assert old.length_bucket_step == 2.0 and old.learning_rate_decay_steps == 0
+    values["length_bucket_step"] = 1.5  # a key the file holds is its own
+    assert hparams.from_dict(type(old), values).length_bucket_step == 1.5
+
+
 def test_sets_derive_from_parents():
     big = transformer_hparams.transformer_big()
     assert (big.hidden_size, big.filter_size, big.num_heads) == (1024, 4096, 16)

@@ -1,6 +1,7 @@
 """Kept figures of translation tables (reproduction/records.py) and the data's fingerprint."""
 
 import dataclasses
+import json
 import os
 
 import pytest
@@ -65,6 +66,20 @@ def test_a_record_reads_back_only_where_everything_it_depends_on_matches(tmp_pat
     for change in ({"data": "beef"}, {"train_steps": 2000}, {"train_minutes": 45.0}):
         assert dataclasses.replace(store, **change).recall("t3_base", BASE, exp, 2) is None
     assert dataclasses.replace(store, split="test").recall("t3_base", BASE, exp, 2) is None
+
+
+def test_a_record_written_before_a_key_existed_reads_back_at_that_keys_old_value(tmp_path):
+    store, exp = _store(tmp_path), _experiment()
+    store.keep("t3_base", BASE, exp, 1, _figures(1))
+    path = store.path("t3_base", 1)
+    record = json.loads(tf.io.gfile.GFile(path).read())
+    kept = record["depends_on"]["experiment"]["hparams"]
+    for key in ("learning_rate_decay_steps", "length_bucket_step"):
+        del kept[key]  # none then, none now; doubling buckets then, fine ones now
+        with tf.io.gfile.GFile(path, "w") as f:
+            f.write(json.dumps(record))
+        recalled = store.recall("t3_base", BASE, exp, 1)
+        assert recalled == (_figures(1) if key == "learning_rate_decay_steps" else None)
 
 
 def test_a_damaged_record_is_one_line_naming_it(tmp_path):

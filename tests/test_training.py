@@ -116,6 +116,26 @@ def test_resume_with_other_hparams_is_refused(small_data, tmp_path):
         make_trainer(small_data, out, 1, HPARAMS + ",hidden_size=32")
 
 
+def test_a_run_written_before_a_key_existed_resumes_where_that_key_changes_nothing(
+    small_data, tmp_path
+):
+    out = str(tmp_path / "run")
+    make_trainer(small_data, out, 1)
+    path = os.path.join(out, "experiment.json")
+    with open(path) as f:
+        saved = json.load(f)
+    del saved["hparams"]["learning_rate_decay_steps"]  # none then: the same as now
+    with open(path, "w") as f:
+        json.dump(saved, f)
+    make_trainer(small_data, out, 1)
+    del saved["hparams"]["length_bucket_step"]  # doubling buckets then, fine ones now
+    with open(path, "w") as f:
+        json.dump(saved, f)
+    with pytest.raises(ValueError, match=r"differs in: hparams.length_bucket_step"):
+        make_trainer(small_data, out, 1)
+    make_trainer(small_data, out, 1, HPARAMS + ",length_bucket_step=2")
+
+
 def test_experiment_file_round_trip(small_data, tmp_path):
     out = str(tmp_path / "run")
     t = make_trainer(small_data, out, 1)

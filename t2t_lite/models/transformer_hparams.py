@@ -2,6 +2,7 @@
 
 import dataclasses
 import math
+from typing import ClassVar
 
 from t2t_lite import hparams as hparams_lib
 from t2t_lite import registry, sequences
@@ -36,6 +37,9 @@ LIMITS = {
 @dataclasses.dataclass(frozen=True)
 class TransformerHParams:
     """Transformer hyperparameters; field names follow tensor2tensor."""
+
+    # Keys added after runs were written without them: the value each had then.
+    KEYS_ADDED: ClassVar[dict] = {"length_bucket_step": 2.0, "learning_rate_decay_steps": 0}
 
     hidden_size: int = 512
     filter_size: int = 2048

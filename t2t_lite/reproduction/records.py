@@ -26,6 +26,7 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_lite import files
+from t2t_lite import hparams as hparams_lib
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.reproduction.translation import ROWS, Figures, Row
 
@@ -44,15 +45,18 @@ def _write(path: str, depends_on: dict, body: dict) -> None:
     files.write_atomically(path, files.strict_json({"depends_on": depends_on, **body}) + "\n")
 
 
-def _read(path: str, wanted: dict, parse):
+def _read(path: str, wanted: dict, parse, hparams_class: type):
     """parse(the record's body) where the record at `path` depends on exactly
-    `wanted`; None where there is none or it differs (logged: in what). A damaged
-    record is a ValueError naming it."""
+    `wanted` (its hparams completed with keys added since it was written); None
+    where there is none or it differs (logged: in what). A damaged record is a
+    ValueError naming it."""
     if not tf.io.gfile.exists(path):
         return None
     try:
         record = json.loads(files.read_text(path))
         kept = record.pop("depends_on")
+        kept_hparams = kept["experiment"]["hparams"]
+        kept["experiment"]["hparams"] = hparams_lib.complete(hparams_class, kept_hparams)
         figures = parse(record)
     except (AttributeError, KeyError, TypeError, ValueError) as err:
         raise ValueError(f"{path}: not a t2t-compare record ({err})") from None
@@ -96,7 +100,13 @@ class Records:
     def recall(self, key: str, row: Row, exp, seed: int) -> Figures | None:
         """The recorded figure of `key` for `seed`, or None where there is none or it
         depends on something else (logged: which fields differ)."""
-        return _read(self.path(key, seed), self.depends_on(row, exp, seed), _figures)
+        return _read(
+            self.path(key, seed), self.depends_on(row, exp, seed), _figures, type(exp.hparams)
+        )
+
+
+def _results(body: dict) -> dict:
+    return dict(body["results"])
 
 
 def _figures(body: dict) -> Figures:
@@ -190,7 +200,7 @@ class RunRecords:
         if not self.data[problem]:  # its data is missing: no record can be its
             return None
         wanted = self.depends_on(problem, exp, seed)
-        return _read(self.path(problem, key, seed), wanted, lambda body: dict(body["results"]))
+        return _read(self.path(problem, key, seed), wanted, _results, type(exp.hparams))
 
 
 def note(directory: str, runs: list[str]) -> str:
