@@ -7,6 +7,12 @@ import time
 import tensorflow as tf
 
 
+def significant(value: float, digits: int = 4) -> float:
+    """`value` to `digits` significant figures: a tiny model's GFLOP/s keeps its
+    precision where a fixed number of decimals would round most of it away."""
+    return float(f"{value:.{digits}g}")
+
+
 def machine() -> dict:
     """CPU model, core count, accelerator and TensorFlow version."""
     cpu = platform.processor() or platform.machine()

@@ -95,9 +95,9 @@ def main(argv):
                 "xla": FLAGS.xla_compile,
                 "tokens_per_sec": round(tokens_per_sec, 1),
                 "tokens_per_sec_repeats": [round(r, 1) for r in rates],
-                "model_gflops_per_sec": round(achieved, 2),
-                "matmul_peak_gflops": round(peak, 2),
-                "mfu": round(achieved / peak, 4),
+                "model_gflops_per_sec": common.significant(achieved),
+                "matmul_peak_gflops": common.significant(peak),
+                "mfu": common.significant(achieved / peak),
                 **reference,
                 "machine": common.machine(),
             }
@@ -106,6 +106,8 @@ def main(argv):
 
 
 def torch_figures(hp, rows: int, tokens_per_sec: float, flops_per_token: float, peak: float):
+    import common
+
     try:
         import torch
         import torch_reference
@@ -122,7 +124,7 @@ def torch_figures(hp, rows: int, tokens_per_sec: float, flops_per_token: float, 
         "torch_parameters": parameters,
         "torch_tokens_per_sec": round(rate, 1),
         "torch_tokens_per_sec_repeats": [round(r, 1) for r in rates],
-        "torch_mfu": round(rate * flops_per_token / 1e9 / peak, 4),
+        "torch_mfu": common.significant(rate * flops_per_token / 1e9 / peak),
         "ratio_vs_torch": round(tokens_per_sec / rate, 3),
     }
 
