@@ -116,10 +116,26 @@ def test_complete_keeps_live_figures_and_adds_the_records_of_seeds_not_here(tmp_
 def test_a_single_runs_figure_is_kept_under_its_seed_and_read_back_without_one(tmp_path):
     store, exp = _store(tmp_path), _experiment()
     records.complete(store, ["t3_base"], [(BASE, [_figures(None)])], {"t3_base": exp}, [5], False)
-    assert store.recall("t3_base", BASE, exp, 5) == _figures(None)
+    assert store.recall("t3_base", BASE, exp, 5) == dataclasses.replace(_figures(None), seed=5)
     table, recalled = records.complete(store, ["t3_base"], [], {"t3_base": exp}, [5], False)
     assert table == [(BASE, [_figures(None)])]
     assert recalled == [("t3_base", 5)]
+
+
+def test_a_record_is_the_runs_alone_and_a_reprint_writes_nothing(tmp_path, monkeypatch):
+    store, exp = _store(tmp_path), _experiment()
+    single = dataclasses.replace(_figures(2), seed=None)  # as a one-seed table labels it
+    store.keep("t3_base", BASE, exp, 2, single)
+    path = store.path("t3_base", 2)
+    first = tf.io.gfile.GFile(path, "rb").read()
+    assert json.loads(first)["seed"] == 2  # the record's own seed, not the label
+    writes = []
+    monkeypatch.setattr(records.files, "write_bytes_atomically", lambda *a: writes.append(a))
+    for label in (None, 2):  # printed again by a one-seed and by a several-seed table
+        store.keep("t3_base", BASE, exp, 2, dataclasses.replace(single, seed=label))
+    assert writes == [] and tf.io.gfile.GFile(path, "rb").read() == first
+    store.keep("t3_base", BASE, exp, 2, _figures(2, 25.0))  # another figure: rewritten
+    assert len(writes) == 1
 
 
 def _results(char: float) -> dict:

@@ -42,7 +42,14 @@ def _depends_on(exp, seed: int, train_steps: int, train_minutes: float, **more) 
 
 
 def _write(path: str, depends_on: dict, body: dict) -> None:
-    files.write_atomically(path, files.strict_json({"depends_on": depends_on, **body}) + "\n")
+    """Writes the record unless the file already holds exactly it (a table printed
+    again leaves its records' files, and their write times, alone)."""
+    data = (files.strict_json({"depends_on": depends_on, **body}) + "\n").encode("utf-8")
+    if tf.io.gfile.exists(path):
+        with tf.io.gfile.GFile(path, "rb") as f:
+            if f.read() == data:
+                return
+    files.write_bytes_atomically(path, data)
 
 
 def _read(path: str, wanted: dict, parse, hparams_class: type):
@@ -94,8 +101,11 @@ class Records:
                            decode=row.decode, average=row.average, data=self.data)  # fmt: skip
 
     def keep(self, key: str, row: Row, exp, seed: int, figures: Figures) -> None:
-        """Writes (or rewrites) the record of `key`'s figure for `seed`."""
-        _write(self.path(key, seed), self.depends_on(row, exp, seed), dataclasses.asdict(figures))
+        """Writes (or rewrites) the record of `key`'s figure for `seed`. The record
+        names its own seed, whichever way the printing table labels the figure (a
+        single run's without one), so its content is the run's alone."""
+        body = dataclasses.asdict(dataclasses.replace(figures, seed=seed))
+        _write(self.path(key, seed), self.depends_on(row, exp, seed), body)
 
     def recall(self, key: str, row: Row, exp, seed: int) -> Figures | None:
         """The recorded figure of `key` for `seed`, or None where there is none or it
