@@ -21,6 +21,22 @@ def test_round_trip(tmp_path):
     assert tfrecord.read_stats(paths) == {"examples": 2, "inputs_tokens": 5, "targets_tokens": 6}
 
 
+def test_a_spread_sample_takes_every_nth_example_across_the_shards(tmp_path):
+    examples = [{"inputs": [i + 2, 1], "targets": [1]} for i in range(10)]
+    paths = tfrecord.shard_paths(str(tmp_path / "x"), 3)
+    tfrecord.write_shards(iter(examples), paths)
+    order = [ex["inputs"][0] - 2 for path in paths for ex in tfrecord.read_records(path)]
+
+    def spread(count):  # positions in the split's file order
+        return [order.index(ex["inputs"][0] - 2) for ex in tfrecord.spread_examples(paths, count)]
+
+    # Of 10: floor(i * 10 / 4) = 0, 2, 5, 7 and floor(i * 10 / 3) = 0, 3, 6.
+    assert spread(4) == [0, 2, 5, 7]
+    assert spread(3) == [0, 3, 6]
+    assert spread(10) == spread(25) == list(range(10))  # all, once, where there are no more
+    assert spread(1) == [0]
+
+
 def _damage(path, how):
     with open(path, "rb") as f:
         data = f.read()

@@ -143,16 +143,35 @@ def read_examples(paths: list[str], limit: int = -1) -> list[dict[str, list[int]
     return examples
 
 
-def check_file(path: str) -> None:
-    """Reads every record of `path`; raises CorruptRecordError naming it."""
+def spread_examples(paths: list[str], count: int) -> list[dict[str, list[int]]]:
+    """`count` examples spread evenly over a split's shards, in order: of n
+    examples the floor(i * n / count)-th for i < count (all where n <= count).
+    A split's first examples are no sample of it when its files are sorted (the
+    text problems sort by source); checked, as read_examples."""
+    total = sum(check_file(path) for path in paths)
+    wanted = {i * total // count for i in range(min(count, total))} if total > count else None
+    examples, index = [], 0
+    for path in paths:
+        for record in tf.data.TFRecordDataset(path):
+            if wanted is None or index in wanted:
+                examples.append({key: v.numpy().tolist() for key, v in parse(record).items()})
+            index += 1
+    return examples
+
+
+def check_file(path: str) -> int:
+    """Reads every record of `path` -> how many it holds; raises
+    CorruptRecordError naming it."""
+    count = 0
     try:
         for _ in tf.data.TFRecordDataset(path):
-            pass
+            count += 1
     except tf.errors.DataLossError as err:
         raise CorruptRecordError(
             f"{path}: corrupt or truncated TFRecord file ({err.message.strip()}); "
             "delete it and run t2t-datagen again"
         ) from None
+    return count
 
 
 def check_features(path: str) -> bool:

@@ -62,7 +62,8 @@ class TrainConfig:
         1, "Sum the gradients of N micro-batches (batch_size tokens each) per update."
     )
     eval_bleu_examples: int = _field(
-        100, "Text problems: BLEU of greedy decodes of N eval examples (0: off)."
+        100,
+        "Text problems: BLEU of greedy decodes of N eval examples spread over the split (0: off).",
     )
 
     def __post_init__(self):

@@ -86,7 +86,7 @@ def summarize(totals: dict[str, float]) -> dict[str, float]:
 
 
 class BleuEvaluation:
-    """BLEU of greedy decodes of a split's first `num_examples` examples (text problems).
+    """BLEU of greedy decodes of `num_examples` examples spread over a split (text problems).
 
     The examples are read once per split; the decoder (one trace per padded
     shape) is built on first use.
@@ -104,7 +104,7 @@ class BleuEvaluation:
             self._decoder = decoder_lib.Decoder(self.model, hp, xla_compile=False)
         key = tuple(paths)
         if key not in self._examples:
-            self._examples[key] = tfrecord.read_examples(paths, self.num_examples)
+            self._examples[key] = tfrecord.spread_examples(paths, self.num_examples)
         examples = self._examples[key]
         outputs = self._decoder.decode_ids([sequences.strip_eos(e["inputs"]) for e in examples])
         return bleu.decoded_bleu(self.problem, examples, outputs)
