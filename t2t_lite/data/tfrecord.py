@@ -146,8 +146,9 @@ def read_examples(paths: list[str], limit: int = -1) -> list[dict[str, list[int]
 def spread_examples(paths: list[str], count: int) -> list[dict[str, list[int]]]:
     """`count` examples spread evenly over a split's shards, in order: of n
     examples the floor(i * n / count)-th for i < count (all where n <= count).
-    A split's first examples are no sample of it when its files are sorted (the
-    text problems sort by source); checked, as read_examples."""
+    A split's first examples are no sample of it when its files are sorted
+    (translate_gettext writes its splits in source order); checked, as
+    read_examples."""
     total = sum(check_file(path) for path in paths)
     wanted = {i * total // count for i in range(min(count, total))} if total > count else None
     examples, index = [], 0
