@@ -125,10 +125,15 @@ def parse(serialized: tf.Tensor, vocab_size: int | None = None) -> dict[str, tf.
         return {key: tf.cast(parsed[key], tf.int32) for key in FEATURES}
 
 
+def _as_lists(record: tf.Tensor) -> dict[str, list[int]]:
+    """One serialized Example -> its features as int lists, eagerly."""
+    return {key: value.numpy().tolist() for key, value in parse(record).items()}
+
+
 def read_records(path: str) -> Iterator[dict[str, list[int]]]:
     """Eagerly reads one file's examples as int lists (tests and tools)."""
     for record in tf.data.TFRecordDataset(path):
-        yield {key: value.numpy().tolist() for key, value in parse(record).items()}
+        yield _as_lists(record)
 
 
 def read_examples(paths: list[str], limit: int = -1) -> list[dict[str, list[int]]]:
@@ -150,12 +155,12 @@ def spread_examples(paths: list[str], count: int) -> list[dict[str, list[int]]]:
     (translate_gettext writes its splits in source order); checked, as
     read_examples."""
     total = sum(check_file(path) for path in paths)
-    wanted = {i * total // count for i in range(min(count, total))} if total > count else None
+    wanted = {i * total // count for i in range(count)} if total > count else None
     examples, index = [], 0
     for path in paths:
         for record in tf.data.TFRecordDataset(path):
             if wanted is None or index in wanted:
-                examples.append({key: v.numpy().tolist() for key, v in parse(record).items()})
+                examples.append(_as_lists(record))
             index += 1
     return examples
 
