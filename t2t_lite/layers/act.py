@@ -6,6 +6,8 @@ from typing import Any, NamedTuple
 import keras
 import tensorflow as tf
 
+from t2t_lite.layers import dense
+
 ACT_TYPES = ("accumulated", "basic")
 # The halting unit's kernel initialiser. With "glorot_uniform" the logit's
 # spread grows with the state's norm: bAbI facts (sums of word embeddings)
@@ -86,7 +88,7 @@ class AdaptiveComputationTime(keras.layers.Layer):
         self.max_steps = max_steps
         self.threshold = 1.0 - epsilon
         self.act_type = act_type
-        self.halting = keras.layers.Dense(
+        self.halting = dense.Dense(
             1,
             activation="sigmoid",
             kernel_initializer=halting_kernel_init,

@@ -8,7 +8,7 @@ from typing import NamedTuple
 import keras
 import tensorflow as tf
 
-from t2t_lite.layers import masks
+from t2t_lite.layers import dense, masks
 
 
 @contextlib.contextmanager
@@ -78,11 +78,11 @@ class MultiHeadAttention(keras.layers.Layer):
         self.num_heads = num_heads
         self.depth = hidden_size // num_heads
         self.key_depth = key_channels // num_heads
-        dense = {"use_bias": False, "kernel_initializer": "glorot_uniform"}
-        self.query = keras.layers.Dense(key_channels, name="q", **dense)
-        self.key = keras.layers.Dense(key_channels, name="k", **dense)
-        self.value = keras.layers.Dense(hidden_size, name="v", **dense)
-        self.output_projection = keras.layers.Dense(hidden_size, name="output", **dense)
+        options = {"use_bias": False, "kernel_initializer": "glorot_uniform"}
+        self.query = dense.Dense(key_channels, name="q", **options)
+        self.key = dense.Dense(key_channels, name="k", **options)
+        self.value = dense.Dense(hidden_size, name="v", **options)
+        self.output_projection = dense.Dense(hidden_size, name="output", **options)
         self.dropout = keras.layers.Dropout(dropout)
         # Set by `recording` for the length of its block: called with (name, weights).
         self.recorder = None

@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from t2t_lite.layers import dense
+
 TRANSITIONS = ("fc", "sepconv")
 
 
@@ -13,8 +15,8 @@ class FeedForward(keras.layers.Layer):
 
     def __init__(self, hidden_size: int, filter_size: int, relu_dropout: float, **kwargs):
         super().__init__(**kwargs)
-        self.inner = keras.layers.Dense(filter_size, activation="relu", name="inner")
-        self.outer = keras.layers.Dense(hidden_size, name="outer")
+        self.inner = dense.Dense(filter_size, activation="relu", name="inner")
+        self.outer = dense.Dense(hidden_size, name="outer")
         self.dropout = keras.layers.Dropout(relu_dropout)
 
     def call(self, x, nonpadding=None, training=False):

@@ -1,0 +1,28 @@
+"""A Dense layer whose product is one 2-D matmul, at any rank.
+
+Keras's Dense multiplies a [..., C] input with `tf.tensordot`, which, where
+the leading axes' sizes are unknown when traced (the trainer's generalised
+shapes), computes its transpose permutation as a tensor. Inside a
+`tf.while_loop` (the UT's masked loop, the wavefront) the loop's gradient
+then carries that permutation as a loop value, and XLA refuses it: a
+transpose's permutation must be a compile-time constant. Flattening the
+leading axes, one matmul, and restoring them is the same product, element
+for element (tensordot's own reshape, without its transpose), and compiles.
+"""
+
+import keras
+import tensorflow as tf
+
+
+class Dense(keras.layers.Dense):
+    """keras.layers.Dense with rank > 2 inputs multiplied as [N, C] x [C, units]."""
+
+    def call(self, inputs, training=None):
+        if inputs.shape.rank is None or inputs.shape.rank <= 2:
+            return super().call(inputs, training=training)
+        leading = tf.shape(inputs)[:-1]
+        flat = tf.reshape(inputs, [-1, inputs.shape[-1]])  # [..., C] -> [N, C]
+        out = super().call(flat, training=training)  # [N, units]
+        out = tf.reshape(out, tf.concat([leading, [self.units]], 0))  # [N, units] -> [..., units]
+        out.set_shape(inputs.shape[:-1].concatenate([self.units]))
+        return out
