@@ -20,9 +20,12 @@ class Dense(keras.layers.Dense):
     def call(self, inputs, training=None):
         if inputs.shape.rank is None or inputs.shape.rank <= 2:
             return super().call(inputs, training=training)
-        leading = tf.shape(inputs)[:-1]
+        leading = inputs.shape[:-1]
+        if leading.is_fully_defined():  # eager, or a traced shape: no shape ops
+            shape = leading.as_list() + [self.units]
+        else:
+            shape = tf.concat([tf.shape(inputs)[:-1], [self.units]], 0)
         flat = tf.reshape(inputs, [-1, inputs.shape[-1]])  # [..., C] -> [N, C]
-        out = super().call(flat, training=training)  # [N, units]
-        out = tf.reshape(out, tf.concat([leading, [self.units]], 0))  # [N, units] -> [..., units]
-        out.set_shape(inputs.shape[:-1].concatenate([self.units]))
+        out = tf.reshape(super().call(flat, training=training), shape)  # [N, units] -> [..., units]
+        out.set_shape(leading.concatenate([self.units]))
         return out
