@@ -21,11 +21,11 @@ class Dense(keras.layers.Dense):
         if inputs.shape.rank is None or inputs.shape.rank <= 2:
             return super().call(inputs, training=training)
         leading = inputs.shape[:-1]
-        if leading.is_fully_defined():  # eager, or a traced shape: no shape ops
-            shape = leading.as_list() + [self.units]
-        else:
-            shape = tf.concat([tf.shape(inputs)[:-1], [self.units]], 0)
         flat = tf.reshape(inputs, [-1, inputs.shape[-1]])  # [..., C] -> [N, C]
-        out = tf.reshape(super().call(flat, training=training), shape)  # [N, units] -> [..., units]
-        out.set_shape(leading.concatenate([self.units]))
+        product = super().call(flat, training=training)  # [N, units]
+        if leading.is_fully_defined():  # eager, or a traced shape: no shape ops
+            return tf.reshape(product, leading.as_list() + [self.units])  # [..., units]
+        shape = tf.concat([tf.shape(inputs)[:-1], [self.units]], 0)
+        out = tf.reshape(product, shape)  # [N, units] -> [..., units]
+        out.set_shape(leading.concatenate([self.units]))  # the axes known when traced
         return out
