@@ -88,3 +88,25 @@ def test_a_length_limit_variable_filters_training_examples_as_it_moves(small_dat
     limit.assign(5)
     later = [longest() for _ in range(60)]
     assert max(later) == 5
+
+
+@pytest.mark.parametrize("parse_batch", [3, problem.PARSE_BATCH])
+def test_every_record_arrives_once_whatever_the_parse_batch(small_data, monkeypatch, parse_batch):
+    """Records are parsed PARSE_BATCH at a time and handed on one by one: the
+    eval split's batches, padding stripped, hold exactly the records' examples
+    (3 a parse leaves a last, partial parse batch)."""
+    from t2t_lite.data import tfrecord
+
+    monkeypatch.setattr(problem, "PARSE_BATCH", parse_batch)
+    prob = problem.get("test_identity_small")
+    expected = sorted(
+        (tuple(ex["inputs"]), tuple(ex["targets"]))
+        for path in prob.split_files(small_data, "test")
+        for ex in tfrecord.read_records(path)
+    )
+    got = []
+    for batch in prob.dataset(small_data, "test", 64):
+        for inputs, targets in zip(batch["inputs"].numpy(), batch["targets"].numpy(), strict=True):
+            got.append((tuple(int(i) for i in inputs if i), tuple(int(t) for t in targets if t)))
+    assert sorted(got) == expected
+    assert len(expected) == prob.splits["test"][0]
