@@ -241,7 +241,7 @@ class Problem(abc.ABC):
 
         # Parsed and filtered PARSE_BATCH records at a time, then one example at
         # a time again, in the records' order: a length curriculum's first
-        # lengths keep about one record in ten, and a parse per record made
+        # lengths keep one record in twenty or fewer, and a parse per record made
         # reading, not training, the cost of those steps.
         examples = (
             records.batch(PARSE_BATCH)
