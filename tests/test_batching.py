@@ -2,7 +2,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite import sequences
-from t2t_lite.data import batching, problem
+from t2t_lite.data import batching, problem, tfrecord
 
 
 @pytest.mark.parametrize(
@@ -95,8 +95,6 @@ def test_every_record_arrives_once_whatever_the_parse_batch(small_data, monkeypa
     """Records are parsed PARSE_BATCH at a time and handed on one by one: the
     eval split's batches, padding stripped, hold exactly the records' examples
     (3 a parse leaves a last, partial parse batch)."""
-    from t2t_lite.data import tfrecord
-
     monkeypatch.setattr(problem, "PARSE_BATCH", parse_batch)
     prob = problem.get("test_identity_small")
     expected = sorted(

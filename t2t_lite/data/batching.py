@@ -10,6 +10,11 @@ def example_length(example: dict[str, tf.Tensor]) -> tf.Tensor:
     return tf.maximum(tf.size(example["inputs"]), tf.size(example["targets"]))
 
 
+def row_lengths(rows: dict[str, tf.RaggedTensor]) -> tf.Tensor:
+    """example_length of each of N ragged rows [N, (len)] -> [N]."""
+    return tf.maximum(rows["inputs"].row_lengths(), rows["targets"].row_lengths())
+
+
 def curriculum_length(start: int, steps_per_length: int, step: int) -> int:
     """The longest example (example_length) a length curriculum admits at `step`."""
     return start + step // steps_per_length

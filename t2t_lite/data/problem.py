@@ -229,14 +229,14 @@ class Problem(abc.ABC):
             limit = min(limit, longest)
         curriculum = length_limit if training else None
 
+        bounds = [bound for bound in (longest, curriculum) if bound is not None]
+
         def parse_and_filter(serialized):  # [N] records -> {key: [N', (len)]} kept rows
             rows = tfrecord.parse(serialized, vocab_size)
-            lengths = tf.maximum(rows["inputs"].row_lengths(), rows["targets"].row_lengths())
-            keep = tf.ones_like(lengths, tf.bool)
-            if longest is not None:
-                keep &= lengths <= longest
-            if curriculum is not None:  # read as the records pass
-                keep &= lengths <= curriculum
+            if not bounds:  # not training: every record is kept
+                return rows
+            lengths = batching.row_lengths(rows)  # [N]; the curriculum's variable read here
+            keep = tf.reduce_all([lengths <= bound for bound in bounds], axis=0)  # [N]
             return {key: tf.ragged.boolean_mask(value, keep) for key, value in rows.items()}
 
         # Parsed and filtered PARSE_BATCH records at a time, then one example at
@@ -246,7 +246,7 @@ class Problem(abc.ABC):
         examples = (
             records.batch(PARSE_BATCH)
             .map(parse_and_filter, num_parallel_calls=tf.data.AUTOTUNE)
-            .unbatch()
+            .unbatch()  # rows come out as ragged specs of rank 0; the map makes them tensors
             .map(lambda example: {key: tf.identity(ids) for key, ids in example.items()})
         )
         if training:
