@@ -3,7 +3,8 @@
 # A lane takes the first job that is neither done (<queue dir>/<job>.done) nor
 # held by a live lane (flock on <queue dir>/<job>.lock), and runs
 # `<job function> <job>`; a job whose lane died is taken again and resumes from
-# its checkpoint. A job that fails stops the lane (status 1).
+# its checkpoint. A job that fails, or that a signal stopped after saving
+# (t2t-compare's status 143 or 130), stops the lane (status 1), not marked done.
 run_queue() {
     local queue=$1 lane=$2 run_job=$3 job
     shift 3

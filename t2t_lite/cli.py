@@ -4,6 +4,7 @@ import atexit
 import errno
 import gc
 import re
+import signal
 import sys
 from collections.abc import Callable
 
@@ -15,7 +16,18 @@ class UserError(RuntimeError):
 
 
 class Interrupted(Exception):
-    """A run stopped as asked (SIGTERM, SIGINT) after saving its state; the message says where."""
+    """A run stopped as asked (SIGTERM, SIGINT) after saving its state; the message says where.
+
+    The program exits with 128 + the signal's number (143 for SIGTERM, 130 for
+    SIGINT), the shell's status for a process a signal ended: the state is saved,
+    but the run is unfinished, so `&&`, a job queue or a scheduler's restart
+    policy must not read it as done. signal_name: "SIGTERM", "SIGINT", or another
+    description (a signal on another worker), read as SIGTERM."""
+
+    def __init__(self, message: str, signal_name: str = "SIGTERM"):
+        super().__init__(message)
+        known = signal_name in signal.Signals.__members__
+        self.status = 128 + signal.Signals[signal_name if known else "SIGTERM"].value
 
 
 # Errors caused by flags, files, data or settings: reported in one line, no
@@ -42,12 +54,13 @@ def start(doc: str | None, main: Callable[[list[str]], None]) -> None:
 
 def run(program: str, fn: Callable[[], None]) -> None:
     """Calls fn; a user error or a full disk prints "program: error: message" and exits 1;
-    a run stopped by a signal after saving prints where and exits 0; Ctrl-C elsewhere exits 130."""
+    a run stopped by a signal after saving prints where and exits 128 + the signal's
+    number (saved, but unfinished); Ctrl-C elsewhere exits 130."""
     try:
         fn()
-    except Interrupted as stopped:  # saved as asked: not a failure
+    except Interrupted as stopped:  # saved as asked: no error line, but not finished
         print(f"{program}: {stopped}", file=sys.stderr)
-        sys.exit(0)
+        sys.exit(stopped.status)
     except KeyboardInterrupt:  # Ctrl-C outside a training loop; writes are atomic
         print(f"{program}: interrupted; no file was left half-written", file=sys.stderr)
         sys.exit(130)

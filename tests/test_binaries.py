@@ -163,7 +163,7 @@ def test_no_cuda_error_on_a_machine_without_a_gpu(tmp_path):
     assert "cuInit" not in result.stderr and "CUDA error" not in result.stderr
 
 
-def test_ctrl_c_outside_training_is_one_line_and_status_130(capsys):
+def test_ctrl_c_and_a_saved_stop_are_one_line_with_the_signal_status(capsys):
     from t2t_lite import cli
 
     def interrupted():
@@ -174,13 +174,17 @@ def test_ctrl_c_outside_training_is_one_line_and_status_130(capsys):
     assert exited.value.code == 130
     assert capsys.readouterr().err == ("t2t-export: interrupted; no file was left half-written\n")
 
-    def stopped():
-        raise cli.Interrupted("stopped by SIGTERM at step 7; saved r/model.ckpt-7; run it again")
+    # Saved but unfinished: 128 + the signal's number, as the shell reports a
+    # process a signal ended (SIGTERM is 15, SIGINT 2 on every Linux).
+    for name, status in (("SIGTERM", 143), ("SIGINT", 130), ("a signal on another worker", 143)):
 
-    with pytest.raises(SystemExit) as exited:
-        cli.run("t2t-train", stopped)
-    assert exited.value.code == 0
-    assert (
-        capsys.readouterr().err
-        == "t2t-train: stopped by SIGTERM at step 7; saved r/model.ckpt-7; run it again\n"
-    )
+        def stopped(name=name):
+            raise cli.Interrupted(f"stopped by {name} at step 7; saved r/model.ckpt-7", name)
+
+        with pytest.raises(SystemExit) as exited:
+            cli.run("t2t-train", stopped)
+        assert exited.value.code == status
+        assert (
+            capsys.readouterr().err
+            == f"t2t-train: stopped by {name} at step 7; saved r/model.ckpt-7\n"
+        )

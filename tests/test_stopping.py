@@ -160,7 +160,7 @@ def test_train_minutes_must_not_be_negative():
 
 
 @pytest.mark.slow
-def test_t2t_train_exits_0_on_sigterm_with_the_step_saved_and_resumes(small_data, tmp_path):
+def test_t2t_train_exits_143_on_sigterm_with_the_step_saved_and_resumes(small_data, tmp_path):
     """The binary in its own process, sent SIGTERM once training has begun."""
     out = str(tmp_path / "run")
     command = [
@@ -178,7 +178,7 @@ def test_t2t_train_exits_0_on_sigterm_with_the_step_saved_and_resumes(small_data
     time.sleep(0.5)
     process.send_signal(signal.SIGTERM)
     _, rest = process.communicate(timeout=120)
-    assert process.returncode == 0, "".join(lines) + rest
+    assert process.returncode == 128 + signal.SIGTERM, "".join(lines) + rest
     last = rest.strip().splitlines()[-1]
     assert last.startswith("t2t-train: stopped by SIGTERM at step ")
     step = int(last.split("at step ")[1].split(";")[0])

@@ -113,7 +113,7 @@ class Trainer:
         """Trains to config.train_steps (or its time budget), evaluating every
         local_eval_frequency steps and checkpointing on its cadence; returns the
         final metrics. A SIGTERM or SIGINT saves a checkpoint and raises
-        cli.Interrupted (the binaries exit 0 with its one line)."""
+        cli.Interrupted (the binaries print its one line and exit 143 or 130)."""
         config = self.config
         start_step = step = int(self.step.numpy())
         writer = self._summary_writer("train")
@@ -173,7 +173,8 @@ class Trainer:
         if reason and reason != stopping.BUDGET:
             raise cli.Interrupted(
                 f"stopped by {reason} at step {step}; saved {self._good_checkpoint}; "
-                "run the same command again to resume from it"
+                "run the same command again to resume from it",
+                reason,
             )
         if reason:
             logging.info(
