@@ -24,7 +24,7 @@ class Interrupted(Exception):
     policy must not read it as done. signal_name: "SIGTERM", "SIGINT", or another
     description (a signal on another worker), read as SIGTERM."""
 
-    def __init__(self, message: str, signal_name: str = "SIGTERM"):
+    def __init__(self, message: str, signal_name: str):
         super().__init__(message)
         known = signal_name in signal.Signals.__members__
         self.status = 128 + signal.Signals[signal_name if known else "SIGTERM"].value
