@@ -63,7 +63,7 @@ def run(program: str, fn: Callable[[], None]) -> None:
         sys.exit(stopped.status)
     except KeyboardInterrupt:  # Ctrl-C outside a training loop; writes are atomic
         print(f"{program}: interrupted; no file was left half-written", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(128 + signal.SIGINT)  # the same rule as Interrupted.status
     except USER_ERRORS as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
         _fail(program, message)
