@@ -364,6 +364,8 @@ def test_greedy_figures_sit_beside_the_teacher_forced_ones(copy_run, tmp_path, m
     with its checkpoint's name: the table's second read decodes nothing."""
     from t2t_lite.reproduction import greedy
 
+    count = 8  # test examples: the naive loop below runs a full forward pass per symbol
+
     data_dir, run_dir = copy_run
     run = tmp_path / "run"
     run.mkdir()
@@ -372,16 +374,16 @@ def test_greedy_figures_sit_beside_the_teacher_forced_ones(copy_run, tmp_path, m
             shutil.copy(os.path.join(run_dir, name), run / name)
     row = {"problem": "test_identity_small", "entry": comparison.ENTRIES["transformer"]}
     row.update(results=results(0.9, 0.5, 1.0), run_dir=str(run))
-    comparison.add_greedy([row], data_dir, 20)
+    comparison.add_greedy([row], data_dir, count)
     kept = json.loads((run / "greedy_test.json").read_text())
-    assert kept["examples"] == 20 and kept["checkpoint"] == "model.ckpt-800"
+    assert kept["examples"] == count and kept["checkpoint"] == "model.ckpt-800"
     # The same figures from a naive greedy loop (a full forward pass per symbol,
-    # no cache, no search code) over the first 20 test examples.
+    # no cache, no search code) over the first `count` test examples.
     from t2t_lite import run_dir as run_dir_lib
     from t2t_lite.data import tfrecord
 
     problem, model, _ = run_dir_lib.open_run(str(run))
-    examples = tfrecord.read_examples(problem.split_files(data_dir, "test"), 20)
+    examples = tfrecord.read_examples(problem.split_files(data_dir, "test"), count)
     correct = total = exact = 0
     for example in examples:
         source, target, output = example["inputs"], example["targets"], []
@@ -394,7 +396,7 @@ def test_greedy_figures_sit_beside_the_teacher_forced_ones(copy_run, tmp_path, m
         total += len(target)
         exact += output == target
     assert kept["char_accuracy"] == pytest.approx(correct / total)
-    assert kept["sequence_accuracy"] == pytest.approx(exact / 20)
+    assert kept["sequence_accuracy"] == pytest.approx(exact / count)
     line = comparison.markdown_table([row]).splitlines()[2]
     expected = f"{kept['char_accuracy']:.2f} | {kept['sequence_accuracy']:.2f}"
     assert f"| 0.90 | 0.50 | {expected} |" in line
@@ -403,13 +405,13 @@ def test_greedy_figures_sit_beside_the_teacher_forced_ones(copy_run, tmp_path, m
         raise AssertionError("decoded again")
 
     monkeypatch.setattr(greedy.runner, "decode_split", no_decoding)
-    assert greedy.evaluate(str(run), data_dir, "test", 20) == kept
+    assert greedy.evaluate(str(run), data_dir, "test", count) == kept
     with pytest.raises(AssertionError, match="decoded again"):  # another count: decoded
-        greedy.evaluate(str(run), data_dir, "test", 10)
+        greedy.evaluate(str(run), data_dir, "test", count // 2)
     other_data = tmp_path / "other_data"  # the same files elsewhere: another data dir
     shutil.copytree(data_dir, other_data)
     with pytest.raises(AssertionError, match="decoded again"):
-        greedy.evaluate(str(run), str(other_data), "test", 20)
+        greedy.evaluate(str(run), str(other_data), "test", count)
     # Regenerated data in the same directory: other files, decoded again.
     shard = (
         greedy.experiment.Experiment.load(str(run)).build_problem().filepaths(data_dir, "test")[0]
@@ -418,14 +420,14 @@ def test_greedy_figures_sit_beside_the_teacher_forced_ones(copy_run, tmp_path, m
     os.utime(shard, ns=(kept_time, kept_time + 10**9))
     try:
         with pytest.raises(AssertionError, match="decoded again"):
-            greedy.evaluate(str(run), data_dir, "test", 20)
+            greedy.evaluate(str(run), data_dir, "test", count)
     finally:  # the fixture's data is shared
         os.utime(shard, ns=(kept_time, kept_time))
     # A retrained run reuses its checkpoint names; its index's write time differs.
     index = run / "model.ckpt-800.index"
     os.utime(index, ns=(index.stat().st_atime_ns, index.stat().st_mtime_ns + 10**9))
     with pytest.raises(AssertionError, match="decoded again"):
-        greedy.evaluate(str(run), data_dir, "test", 20)
+        greedy.evaluate(str(run), data_dir, "test", count)
 
 
 def test_length_table_entries_resolve_with_positions_by_task():
