@@ -15,6 +15,14 @@ class UserError(RuntimeError):
     """A failure the user can act on that is not a bad value (e.g. training diverged)."""
 
 
+def signal_status(signal_name: str) -> int:
+    """The exit status of a run a signal stopped: 128 + the signal's number, as the
+    shell reports a process that signal ended. A name that is not a signal's (a
+    signal on another worker) reads as SIGTERM."""
+    known = signal_name in signal.Signals.__members__
+    return 128 + signal.Signals[signal_name if known else "SIGTERM"].value
+
+
 class Interrupted(Exception):
     """A run stopped as asked (SIGTERM, SIGINT) after saving its state; the message says where.
 
@@ -26,8 +34,7 @@ class Interrupted(Exception):
 
     def __init__(self, message: str, signal_name: str):
         super().__init__(message)
-        known = signal_name in signal.Signals.__members__
-        self.status = 128 + signal.Signals[signal_name if known else "SIGTERM"].value
+        self.status = signal_status(signal_name)
 
 
 # Errors caused by flags, files, data or settings: reported in one line, no
@@ -63,7 +70,7 @@ def run(program: str, fn: Callable[[], None]) -> None:
         sys.exit(stopped.status)
     except KeyboardInterrupt:  # Ctrl-C outside a training loop; writes are atomic
         print(f"{program}: interrupted; no file was left half-written", file=sys.stderr)
-        sys.exit(128 + signal.SIGINT)  # the same rule as Interrupted.status
+        sys.exit(signal_status("SIGINT"))
     except USER_ERRORS as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
         _fail(program, message)
