@@ -3,11 +3,15 @@ import subprocess
 import sys
 
 import pytest
+from conftest import run_binary
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run_binary(name, *args):
+def run_alone(name, *args):
+    """bin/<name> started the usual way, in a Python of its own (TensorFlow imported
+    again: 5 s or more). The other tests use conftest's forked server, which
+    test_the_test_server_reports_what_python_would holds to this."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
     return subprocess.run(
         [sys.executable, os.path.join(ROOT, "bin", name), *args],
@@ -46,13 +50,13 @@ def test_unknown_problem_lists_known_ones(tmp_path):
 @pytest.mark.slow
 def test_datagen_then_train_prints_metrics(tmp_path):
     data = str(tmp_path / "data")
-    gen = run_binary("t2t-datagen", "--problem=algorithmic_reverse_binary40", f"--data_dir={data}")
+    gen = run_alone("t2t-datagen", "--problem=algorithmic_reverse_binary40", f"--data_dir={data}")
     assert gen.returncode == 0, gen.stderr
     assert (
         "dev: 1000 examples, test: 1000 examples, train: 100000 examples, "
         "valid_long: 1000 examples" in gen.stdout
     )
-    result = run_binary(
+    result = run_alone(
         "t2t-train",
         "--problem=algorithmic_reverse_binary40",
         "--model=transformer",
@@ -110,16 +114,14 @@ def test_the_test_server_reports_what_python_would():
     # The tests' programs run in forked children (tests/binary_server.py): an
     # uncaught exception must still show as a traceback with status 1, and a
     # program's exit status and streams must come back as they were.
-    from conftest import run_binary as served
-
-    missing = served("t2t-no-such-program")
+    missing = run_binary("t2t-no-such-program")
     assert missing.returncode == 1 and "Traceback" in missing.stderr
-    usage = served("t2t-datagen", "--random_seed=x")
+    usage = run_binary("t2t-datagen", "--random_seed=x")
     assert usage.returncode == 1 and "random_seed" in usage.stderr
     # The same answer as a program started the usual way (its own Python).
     for args in (["--help"], ["--output_dir=/nonexistent/run"]):
-        alone = run_binary("t2t-decode", *args)
-        forked = served("t2t-decode", *args)
+        alone = run_alone("t2t-decode", *args)
+        forked = run_binary("t2t-decode", *args)
         assert (forked.returncode, forked.stdout) == (alone.returncode, alone.stdout)
         assert forked.stderr.splitlines()[-1:] == alone.stderr.splitlines()[-1:]
 

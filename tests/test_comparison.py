@@ -384,12 +384,22 @@ def test_greedy_figures_sit_beside_the_teacher_forced_ones(copy_run, tmp_path, m
 
     problem, model, _ = run_dir_lib.open_run(str(run))
     examples = tfrecord.read_examples(problem.split_files(data_dir, "test"), count)
+    ids = tf.TensorSpec([1, None], tf.int64)
+
+    # One graph for every length: an eager Keras call per symbol cost about
+    # 0.3 s, most of this test's time.
+    @tf.function(input_signature=[ids, ids])
+    def last_logits(inputs, targets):  # [1, S], [1, T] -> [V] at the last position
+        return model({"inputs": inputs, "targets": targets})[0, -1]
+
     correct = total = exact = 0
     for example in examples:
         source, target, output = example["inputs"], example["targets"], []
         while len(output) < len(source) - 1 + 50 and output[-1:] != [1]:
-            features = {"inputs": tf.constant([source]), "targets": tf.constant([output + [0]])}
-            output.append(int(np.argmax(model(features)[0, -1])))
+            logits = last_logits(
+                tf.constant([source], tf.int64), tf.constant([output + [0]], tf.int64)
+            )
+            output.append(int(np.argmax(logits)))
         output = output if output[-1:] == [1] else [*output, 1]
         padded = (output + [0] * len(target))[: len(target)]
         correct += sum(a == b for a, b in zip(padded, target, strict=True))

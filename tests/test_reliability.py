@@ -4,6 +4,7 @@ import importlib.util
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -405,13 +406,24 @@ DEFAULTS = {
 }  # fmt: skip
 
 
+@pytest.fixture(scope="module")
+def two_step_run(tmp_path_factory) -> str:
+    """make_trainer's run of 2 steps (checkpoint model.ckpt-2), trained once for the
+    bad-input cases that only need a run to exist; each copies it first."""
+    root = tmp_path_factory.mktemp("two_step")
+    data = str(root / "data")
+    problem.get("test_identity_small").generate_data(data, seed=3)  # small_data's files
+    make_trainer(data, str(root / "run"), steps=2).train()
+    return str(root / "run")
+
+
 @pytest.mark.parametrize(("binary", "flags", "expected"), BAD_INPUTS)
-def test_bad_input_is_one_line_and_exit_1(binary, flags, expected, tmp_path, small_data):
+def test_bad_input_is_one_line_and_exit_1(binary, flags, expected, tmp_path, small_data, request):
     regular = tmp_path / "a_file"
     regular.write_text("x\n")
     run = tmp_path / "run"
     if any("{r}" in flag for flag in flags + DEFAULTS[binary]):
-        make_trainer(small_data, str(run), steps=2).train()
+        shutil.copytree(request.getfixturevalue("two_step_run"), run)
     names = {"f": str(regular), "r": str(run), "d": small_data, "o": str(tmp_path / "out")}
     given = [flag.format(**names) for flag in flags]
     keys = {flag.split("=")[0] for flag in given}
