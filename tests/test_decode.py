@@ -156,8 +156,10 @@ def test_search_is_traced_once_per_padded_shape(copy_run):
     second = decoder.decode_ids(inputs[3:])
     assert decoder.search.experimental_get_tracing_count() == 1
     # A decode does not depend on the rows it was batched with.
-    alone = [runner.make_decoder(model, "batch_size=1").decode_ids([x])[0] for x in inputs]
+    single = runner.make_decoder(model, "batch_size=1")  # each input in a batch of its own
+    alone = [single.decode_ids([x])[0] for x in inputs]
     assert [h[0][0] for h in first + second] == [h[0][0] for h in alone]
+    assert single.search.experimental_get_tracing_count() == 1
 
 
 def test_a_long_decode_logs_progress_with_an_estimate(copy_run, monkeypatch, caplog):
