@@ -1,0 +1,84 @@
+#!/bin/bash
+# The lab notebooks' long runs on a machine that may come back bare between
+# sessions (docs/translation.md, "State of the runs"): what to rebuild, and the
+# two lanes, one per core, in the background.
+#   lab.sh rebuild            corpus, snapshot, data: whatever of them is missing
+#   lab.sh table3 <core>...   Table 3's queue (table3_queue.sh) on each core
+#   lab.sh state <core>...    the state table's queue (state_queue.sh) on each core
+#   lab.sh status             each lane's last job line and each running job's step
+# EXP (/work/t2t_exp) holds everything; TABLE3_SNAP (snapM, 50d93da) and
+# STATE_SNAP (snapQ, 9c8aa88) are the snapshots every run of a table keeps, so
+# that a table's rows train with one code. A lane appends to
+# $EXP/logs/<queue>_lane<core>.out. Records go to this checkout's docs/records.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(dirname "$here")
+export EXP=${EXP:-/work/t2t_exp}
+TABLE3_SNAP=${TABLE3_SNAP:-snapM}
+TABLE3_COMMIT=${TABLE3_COMMIT:-50d93da}
+STATE_SNAP=${STATE_SNAP:-snapQ}
+STATE_COMMIT=${STATE_COMMIT:-9c8aa88}
+mkdir -p "$EXP/logs"
+
+snapshot() {  # snapshot <name> <commit>: installed once
+    [ -x "$EXP/$1/venv/bin/t2t-train" ] || "$here/snapshot.sh" "$2" "$1"
+}
+
+rebuild() {
+    if [ ! -d "$EXP/catalogs/debs" ]; then
+        apt-get update -q >"$EXP/logs/apt.log"
+        "$repo/examples/gettext_corpus.sh" "$EXP/catalogs" >"$EXP/logs/corpus.log" 2>&1
+    fi
+    snapshot "$TABLE3_SNAP" "$TABLE3_COMMIT"
+    if ! ls "$EXP/data"/translate_gettext-train-* >/dev/null 2>&1; then
+        TF_CPP_MIN_LOG_LEVEL=2 "$EXP/$TABLE3_SNAP/venv/bin/t2t-datagen" \
+            --problem=translate_gettext --data_dir="$EXP/data" \
+            --train_files="$EXP/catalogs" --language_pair=en-de --vocab_size=8000
+    fi
+}
+
+lanes() {  # lanes <queue script> <log name> <core>...: each in a session of its own
+    local script=$1 name=$2 core
+    shift 2
+    for core in "$@"; do
+        setsid nohup "$here/$script" "$core" >>"$EXP/logs/${name}_lane$core.out" 2>&1 &
+        echo "$name lane $core: pid $!, log $EXP/logs/${name}_lane$core.out"
+    done
+}
+
+case ${1:-} in
+rebuild) rebuild ;;
+table3)
+    shift
+    snapshot "$TABLE3_SNAP" "$TABLE3_COMMIT"
+    export SNAP=$TABLE3_SNAP STEPS=3000 EVAL_EVERY=500 OUT=$EXP/table3b QUEUE=$EXP/q3b \
+        HPARAMS=batch_size=2048,learning_rate_decay_steps=1500 \
+        RECORDS=$repo/docs/records/translate_gettext \
+        ROWS="t3_base t3_smoothing0 t3_learned t3_separate t3_heads1 t3_heads16 t3_keys16
+              t3_layers1 t3_layers4 t3_width64 t3_width256 t3_dropout0"
+    lanes table3_queue.sh table3b "$@"
+    ;;
+state)
+    shift
+    snapshot "$STATE_SNAP" "$STATE_COMMIT"
+    jobs=$(for p in algorithmic_permute_three20 algorithmic_parity_binary20; do
+        for r in ut_wavefront transformer_relative_equal_params transformer_relative \
+            ut_relative_fixed transformer_relative_equal_compute; do
+            for s in 1 2 3; do echo "$r:$p:$s"; done
+        done
+    done)
+    export SNAP=$STATE_SNAP RECORDS=$repo/docs/records/algo JOBS=$jobs
+    lanes state_queue.sh state "$@"
+    ;;
+status)
+    for log in "$EXP"/logs/*_lane*.out; do
+        [ -e "$log" ] || continue
+        echo "$(basename "$log"): $(grep -E ' lane [0-9a-z]+: ' "$log" | tail -n 1)" \
+            "| $(grep -o 'step [0-9]*: loss=[0-9.]*' "$log" | tail -n 1)"
+    done
+    ;;
+*)
+    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+    exit 1
+    ;;
+esac
