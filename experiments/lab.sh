@@ -30,11 +30,8 @@ rebuild() {
         "$repo/examples/gettext_corpus.sh" "$EXP/catalogs" >"$EXP/logs/corpus.log" 2>&1
     fi
     snapshot "$TABLE3_SNAP" "$TABLE3_COMMIT"
-    if ! ls "$EXP/data"/translate_gettext-train-* >/dev/null 2>&1; then
-        TF_CPP_MIN_LOG_LEVEL=2 "$EXP/$TABLE3_SNAP/venv/bin/t2t-datagen" \
-            --problem=translate_gettext --data_dir="$EXP/data" \
-            --train_files="$EXP/catalogs" --language_pair=en-de --vocab_size=8000
-    fi
+    SNAP=$TABLE3_SNAP "$here/datagen_once.sh" translate_gettext "$EXP/data" \
+        --train_files="$EXP/catalogs" --language_pair=en-de --vocab_size=8000
 }
 
 lanes() {  # lanes <queue script> <log name> <core>...: each in a session of its own

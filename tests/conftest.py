@@ -94,12 +94,16 @@ def train_seed(request) -> int:
     return request.config.getoption("--train-seed")
 
 
+def write_small_data(data_dir: str) -> str:
+    """test_identity_small's files (seeded: the same bytes every time) into data_dir."""
+    problem.get("test_identity_small").generate_data(data_dir, seed=3)
+    return data_dir
+
+
 @pytest.fixture
 def small_data(tmp_path):
     """A data dir holding test_identity_small's files."""
-    data_dir = str(tmp_path / "data")
-    problem.get("test_identity_small").generate_data(data_dir, seed=3)
-    return data_dir
+    return write_small_data(str(tmp_path / "data"))
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -3,9 +3,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import run_binary
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import ROOT, run_binary
 
 
 def run_alone(name, *args):

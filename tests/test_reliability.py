@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import ROOT, run_binary
+from conftest import ROOT, run_binary, write_small_data
 
 from t2t_lite import checkpoints, experiment, files, run_lock
 from t2t_lite import run_dir as run_dir_lib
@@ -411,9 +411,7 @@ def two_step_run(tmp_path_factory) -> str:
     """make_trainer's run of 2 steps (checkpoint model.ckpt-2), trained once for the
     bad-input cases that only need a run to exist; each copies it first."""
     root = tmp_path_factory.mktemp("two_step")
-    data = str(root / "data")
-    problem.get("test_identity_small").generate_data(data, seed=3)  # small_data's files
-    make_trainer(data, str(root / "run"), steps=2).train()
+    make_trainer(write_small_data(str(root / "data")), str(root / "run"), steps=2).train()
     return str(root / "run")
 
 
