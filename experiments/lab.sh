@@ -5,7 +5,7 @@
 #   lab.sh rebuild            corpus, snapshot, data: whatever of them is missing
 #   lab.sh table3 <core>...   Table 3's queue (table3_queue.sh) on each core
 #   lab.sh state <core>...    the state table's queue (state_queue.sh) on each core
-#   lab.sh status             each lane's last job line and each running job's step
+#   lab.sh status             each queue's done count, each lane's last job and step
 # EXP (/work/t2t_exp) holds everything; TABLE3_SNAP (snapM, 50d93da) and
 # STATE_SNAP (snapQ, 9c8aa88) are the snapshots every run of a table keeps, so
 # that a table's rows train with one code. A lane appends to
@@ -19,6 +19,26 @@ TABLE3_COMMIT=${TABLE3_COMMIT:-50d93da}
 STATE_SNAP=${STATE_SNAP:-snapQ}
 STATE_COMMIT=${STATE_COMMIT:-9c8aa88}
 mkdir -p "$EXP/logs"
+# Table 3's rows (the base first, round 28's order), three seeds each.
+TABLE3_ROWS="t3_base t3_smoothing0 t3_learned t3_separate t3_heads1 t3_heads16 t3_keys16
+             t3_layers1 t3_layers4 t3_width64 t3_width256 t3_dropout0"
+
+state_jobs() {  # the state table's 30 jobs, <row>:<problem>:<seed>, round 22's order
+    local p r s
+    for p in algorithmic_permute_three20 algorithmic_parity_binary20; do
+        for r in ut_wavefront transformer_relative_equal_params transformer_relative \
+            ut_relative_fixed transformer_relative_equal_compute; do
+            for s in 1 2 3; do echo "$r:$p:$s"; done
+        done
+    done
+}
+
+done_count() {  # done_count <queue dir> <job>...: how many of the jobs are marked done
+    local queue=$1 job n=0
+    shift
+    for job in "$@"; do [ -e "$queue/$job.done" ] && n=$((n + 1)); done
+    echo "$n of $# done"
+}
 
 snapshot() {  # snapshot <name> <commit>: installed once
     [ -x "$EXP/$1/venv/bin/t2t-train" ] || "$here/snapshot.sh" "$2" "$1"
@@ -50,24 +70,18 @@ table3)
     snapshot "$TABLE3_SNAP" "$TABLE3_COMMIT"
     export SNAP=$TABLE3_SNAP STEPS=3000 EVAL_EVERY=500 OUT=$EXP/table3b QUEUE=$EXP/q3b \
         HPARAMS=batch_size=2048,learning_rate_decay_steps=1500 \
-        RECORDS=$repo/docs/records/translate_gettext \
-        ROWS="t3_base t3_smoothing0 t3_learned t3_separate t3_heads1 t3_heads16 t3_keys16
-              t3_layers1 t3_layers4 t3_width64 t3_width256 t3_dropout0"
+        RECORDS=$repo/docs/records/translate_gettext ROWS=$TABLE3_ROWS
     lanes table3_queue.sh table3b "$@"
     ;;
 state)
     shift
     snapshot "$STATE_SNAP" "$STATE_COMMIT"
-    jobs=$(for p in algorithmic_permute_three20 algorithmic_parity_binary20; do
-        for r in ut_wavefront transformer_relative_equal_params transformer_relative \
-            ut_relative_fixed transformer_relative_equal_compute; do
-            for s in 1 2 3; do echo "$r:$p:$s"; done
-        done
-    done)
-    export SNAP=$STATE_SNAP RECORDS=$repo/docs/records/algo JOBS=$jobs
+    export SNAP=$STATE_SNAP RECORDS=$repo/docs/records/algo JOBS=$(state_jobs)
     lanes state_queue.sh state "$@"
     ;;
 status)
+    t3_jobs=$(for seed in 1 2 3; do for row in $TABLE3_ROWS; do echo "$row:$seed"; done; done)
+    echo "table3: $(done_count "$EXP/q3b" $t3_jobs); state: $(done_count "$EXP/qs" $(state_jobs))"
     for log in "$EXP"/logs/*_lane*.out; do
         [ -e "$log" ] || continue
         echo "$(basename "$log"): $(grep -E ' lane [0-9a-z]+: ' "$log" | tail -n 1)" \
