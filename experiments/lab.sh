@@ -4,6 +4,8 @@
 # two lanes, one per core, in the background.
 #   lab.sh rebuild            corpus, snapshot, data: whatever of them is missing
 #   lab.sh table3 <core>...   Table 3's queue (table3_queue.sh) on each core
+#   lab.sh table3-test        Table 3's test figures of every finished run, into the
+#                             records only (sealed until the table is final)
 #   lab.sh state <core>...    the state table's queue (state_queue.sh) on each core
 #   lab.sh status             each queue's done count, each lane's last job and step
 # EXP (/work/t2t_exp) holds everything; TABLE3_SNAP (snapM, 50d93da) and
@@ -72,6 +74,19 @@ table3)
         HPARAMS=batch_size=2048,learning_rate_decay_steps=1500 \
         RECORDS=$repo/docs/records/translate_gettext ROWS=$TABLE3_ROWS
     lanes table3_queue.sh table3b "$@"
+    ;;
+table3-test)
+    # The machine has come back bare five times, taking the run directories
+    # with it, so a run's test figures are kept as soon as it is finished, by
+    # the table's own code. Only the records are written; the log is not read
+    # until every row has its seeds (translation.md, "Test BLEU").
+    TF_NUM_INTRAOP_THREADS=1 TF_CPP_MIN_LOG_LEVEL=2 nice -n 5 \
+        "$EXP/$TABLE3_SNAP/venv/bin/t2t-compare" --problems=translate_gettext --models=table3 \
+        --seeds=1,2,3 --train_steps=3000 --save_checkpoints_steps=100 --local_eval_frequency=500 \
+        --hparams=batch_size=2048,learning_rate_decay_steps=1500 --bleu_split=test \
+        --data_dir="$EXP/data" --output_dir="$EXP/table3b" --missing=skip \
+        --records="$repo/docs/records/translate_gettext" >"$EXP/logs/table3_test.log" 2>&1
+    echo "test records: $(find "$repo/docs/records/translate_gettext/test" -name 'seed*.json' 2>/dev/null | wc -l)"
     ;;
 state)
     shift
