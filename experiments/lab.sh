@@ -21,7 +21,10 @@ TABLE3_COMMIT=${TABLE3_COMMIT:-50d93da}
 STATE_SNAP=${STATE_SNAP:-snapQ}
 STATE_COMMIT=${STATE_COMMIT:-9c8aa88}
 mkdir -p "$EXP/logs"
-# Table 3's rows (the base first, round 28's order), three seeds each.
+# Table 3's rows (the base first, round 28's order), three seeds each, and the
+# budget and recipe of round 27's fixed-budget base that every row trains with.
+TABLE3_STEPS=3000
+TABLE3_HPARAMS=batch_size=2048,learning_rate_decay_steps=1500
 TABLE3_ROWS="t3_base t3_smoothing0 t3_learned t3_separate t3_heads1 t3_heads16 t3_keys16
              t3_layers1 t3_layers4 t3_width64 t3_width256 t3_dropout0"
 
@@ -70,23 +73,27 @@ rebuild) rebuild ;;
 table3)
     shift
     snapshot "$TABLE3_SNAP" "$TABLE3_COMMIT"
-    export SNAP=$TABLE3_SNAP STEPS=3000 EVAL_EVERY=500 OUT=$EXP/table3b QUEUE=$EXP/q3b \
-        HPARAMS=batch_size=2048,learning_rate_decay_steps=1500 \
-        RECORDS=$repo/docs/records/translate_gettext ROWS=$TABLE3_ROWS
+    export SNAP=$TABLE3_SNAP STEPS=$TABLE3_STEPS EVAL_EVERY=500 OUT=$EXP/table3b QUEUE=$EXP/q3b \
+        HPARAMS=$TABLE3_HPARAMS RECORDS=$repo/docs/records/translate_gettext ROWS=$TABLE3_ROWS
     lanes table3_queue.sh table3b "$@"
     ;;
 table3-test)
     # The machine has come back bare five times, taking the run directories
     # with it, so a run's test figures are kept as soon as it is finished, by
-    # the table's own code. Only the records are written; the log is not read
-    # until every row has its seeds (translation.md, "Test BLEU").
-    TF_NUM_INTRAOP_THREADS=1 TF_CPP_MIN_LOG_LEVEL=2 nice -n 5 \
+    # the code that trained it (t2t-compare --bleu_split=test). Only the
+    # records are written; the log is not read until every row has its seeds
+    # (translation.md, round 36).
+    log=$EXP/logs/table3_test.log
+    if ! TF_NUM_INTRAOP_THREADS=1 TF_CPP_MIN_LOG_LEVEL=2 nice -n 5 \
         "$EXP/$TABLE3_SNAP/venv/bin/t2t-compare" --problems=translate_gettext --models=table3 \
-        --seeds=1,2,3 --train_steps=3000 --save_checkpoints_steps=100 --local_eval_frequency=500 \
-        --hparams=batch_size=2048,learning_rate_decay_steps=1500 --bleu_split=test \
+        --seeds=1,2,3 --train_steps=$TABLE3_STEPS --save_checkpoints_steps=100 \
+        --local_eval_frequency=500 --hparams=$TABLE3_HPARAMS --bleu_split=test \
         --data_dir="$EXP/data" --output_dir="$EXP/table3b" --missing=skip \
-        --records="$repo/docs/records/translate_gettext" >"$EXP/logs/table3_test.log" 2>&1
-    echo "test records: $(find "$repo/docs/records/translate_gettext/test" -name 'seed*.json' 2>/dev/null | wc -l)"
+        --records="$repo/docs/records/translate_gettext" >"$log" 2>&1; then
+        echo "lab.sh table3-test: t2t-compare failed; its last line: $(tail -n 1 "$log")" >&2
+        exit 1
+    fi
+    echo "test records: $(find "$repo/docs/records/translate_gettext/test" -name 'seed*.json' | wc -l)"
     ;;
 state)
     shift
