@@ -3,9 +3,10 @@
 # sessions (docs/translation.md, "State of the runs"): what to rebuild, and the
 # two lanes, one per core, in the background.
 #   lab.sh rebuild            corpus, snapshot, data: whatever of them is missing
-#   lab.sh table3 <core>...   Table 3's queue (table3_queue.sh) on each core
-#   lab.sh table3-test        Table 3's test figures of every finished run, into the
-#                             records only (sealed until the table is final)
+#   lab.sh table3 <core>...   Table 3's queue (table3_queue.sh) on each core; each
+#                             finished job's test figures go into the records too
+#   lab.sh table3-test        the same for every finished run present (runs whose
+#                             lanes had no TEST_SPLIT), records only, log unread
 #   lab.sh state <core>...    the state table's queue (state_queue.sh) on each core
 #   lab.sh status             each queue's done count, each lane's last job and step
 # EXP (/work/t2t_exp) holds everything; TABLE3_SNAP (snapM, 50d93da) and
@@ -74,7 +75,8 @@ table3)
     shift
     snapshot "$TABLE3_SNAP" "$TABLE3_COMMIT"
     export SNAP=$TABLE3_SNAP STEPS=$TABLE3_STEPS EVAL_EVERY=500 OUT=$EXP/table3b QUEUE=$EXP/q3b \
-        HPARAMS=$TABLE3_HPARAMS RECORDS=$repo/docs/records/translate_gettext ROWS=$TABLE3_ROWS
+        HPARAMS=$TABLE3_HPARAMS RECORDS=$repo/docs/records/translate_gettext ROWS=$TABLE3_ROWS \
+        TEST_SPLIT=test
     lanes table3_queue.sh table3b "$@"
     ;;
 table3-test)
@@ -111,7 +113,7 @@ status)
     done
     ;;
 *)
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
     exit 1
     ;;
 esac

@@ -11,7 +11,10 @@
 # ($EXP/q3) keep a table of another budget apart from this one.
 # RECORDS=R keeps each job's figures in R (t2t-compare --records); the base's
 # job also decodes the rows that read its runs (greedy, the average of 5), so
-# that every row's figure is kept as its run finishes.
+# that every row's figure is kept as its run finishes. With RECORDS,
+# TEST_SPLIT=test also keeps each finished job's test figures there (the same
+# command with --bleu_split=test), so that they outlive the run directory;
+# they are not printed until the table is final (docs/translation.md, round 36).
 set -uo pipefail
 here=$(dirname "$0")
 . "$here/env.sh"
@@ -29,10 +32,18 @@ table3_job() {  # table3_job <row>:<seed>
     local row=${1%:*} seed=${1#*:} models
     models=$row
     [ "$row" = t3_base ] && models=t3_base,t3_greedy,t3_average5
+    table3_compare "$models" "$seed" || return
+    if [ -n "${RECORDS:-}" ] && [ -n "${TEST_SPLIT:-}" ]; then
+        table3_compare "$models" "$seed" --bleu_split="$TEST_SPLIT" --missing=skip >/dev/null
+    fi
+}
+table3_compare() {  # table3_compare <models> <seed> [more flags]: one job's t2t-compare
+    local models=$1 seed=$2
+    shift 2
     pin "$core" "$BIN/t2t-compare" --problems=translate_gettext --models="$models" \
         --random_seed="$seed" --train_steps="${STEPS:-3000}" --save_checkpoints_steps=100 \
         --local_eval_frequency="${EVAL_EVERY:-500}" --data_dir="$EXP/data" \
         ${HPARAMS:+--hparams="$HPARAMS"} --output_dir="${OUT:-$EXP/table3}/seed$seed" \
-        ${RECORDS:+--records="$RECORDS"}
+        ${RECORDS:+--records="$RECORDS"} "$@"
 }
 run_queue "${QUEUE:-$EXP/q3}" "${core:-any}" table3_job "${jobs[@]}"
