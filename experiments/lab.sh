@@ -5,8 +5,6 @@
 #   lab.sh rebuild            corpus, snapshot, data: whatever of them is missing
 #   lab.sh table3 <core>...   Table 3's queue (table3_queue.sh) on each core; each
 #                             finished job's test figures go into the records too
-#   lab.sh table3-test        the same for every finished run present (runs whose
-#                             lanes had no TEST_SPLIT), records only, log unread
 #   lab.sh state <core>...    the state table's queue (state_queue.sh) on each core
 #   lab.sh status             each queue's done count, each lane's last job and step
 # EXP (/work/t2t_exp) holds everything; TABLE3_SNAP (snapM, 50d93da) and
@@ -22,10 +20,7 @@ TABLE3_COMMIT=${TABLE3_COMMIT:-50d93da}
 STATE_SNAP=${STATE_SNAP:-snapQ}
 STATE_COMMIT=${STATE_COMMIT:-9c8aa88}
 mkdir -p "$EXP/logs"
-# Table 3's rows (the base first, round 28's order), three seeds each, and the
-# budget and recipe of round 27's fixed-budget base that every row trains with.
-TABLE3_STEPS=3000
-TABLE3_HPARAMS=batch_size=2048,learning_rate_decay_steps=1500
+# Table 3's rows (the base first, round 28's order), three seeds each.
 TABLE3_ROWS="t3_base t3_smoothing0 t3_learned t3_separate t3_heads1 t3_heads16 t3_keys16
              t3_layers1 t3_layers4 t3_width64 t3_width256 t3_dropout0"
 
@@ -74,28 +69,11 @@ rebuild) rebuild ;;
 table3)
     shift
     snapshot "$TABLE3_SNAP" "$TABLE3_COMMIT"
-    export SNAP=$TABLE3_SNAP STEPS=$TABLE3_STEPS EVAL_EVERY=500 OUT=$EXP/table3b QUEUE=$EXP/q3b \
-        HPARAMS=$TABLE3_HPARAMS RECORDS=$repo/docs/records/translate_gettext ROWS=$TABLE3_ROWS \
+    export SNAP=$TABLE3_SNAP STEPS=3000 EVAL_EVERY=500 OUT=$EXP/table3b QUEUE=$EXP/q3b \
+        HPARAMS=batch_size=2048,learning_rate_decay_steps=1500 \
+        RECORDS=$repo/docs/records/translate_gettext ROWS=$TABLE3_ROWS \
         TEST_SPLIT=test
     lanes table3_queue.sh table3b "$@"
-    ;;
-table3-test)
-    # The machine has come back bare five times, taking the run directories
-    # with it, so a run's test figures are kept as soon as it is finished, by
-    # the code that trained it (t2t-compare --bleu_split=test). Only the
-    # records are written; the log is not read until every row has its seeds
-    # (translation.md, round 36).
-    log=$EXP/logs/table3_test.log
-    if ! TF_NUM_INTRAOP_THREADS=1 TF_CPP_MIN_LOG_LEVEL=2 nice -n 5 \
-        "$EXP/$TABLE3_SNAP/venv/bin/t2t-compare" --problems=translate_gettext --models=table3 \
-        --seeds=1,2,3 --train_steps=$TABLE3_STEPS --save_checkpoints_steps=100 \
-        --local_eval_frequency=500 --hparams=$TABLE3_HPARAMS --bleu_split=test \
-        --data_dir="$EXP/data" --output_dir="$EXP/table3b" --missing=skip \
-        --records="$repo/docs/records/translate_gettext" >"$log" 2>&1; then
-        echo "lab.sh table3-test: t2t-compare failed; its last line: $(tail -n 1 "$log")" >&2
-        exit 1
-    fi
-    echo "test records: $(find "$repo/docs/records/translate_gettext/test" -name 'seed*.json' | wc -l)"
     ;;
 state)
     shift
@@ -113,7 +91,7 @@ status)
     done
     ;;
 *)
-    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
     exit 1
     ;;
 esac
