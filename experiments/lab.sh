@@ -5,6 +5,10 @@
 #   lab.sh rebuild            corpus, snapshot, data: whatever of them is missing
 #   lab.sh table3 <core>...   Table 3's queue (table3_queue.sh) on each core; each
 #                             finished job's test figures go into the records too
+#   lab.sh table3-rerun <core>...  the base's seeds 1 and 2 again, for the test
+#                             table only: runs in $EXP/table3t, dev records apart
+#                             (docs/records/translate_gettext_rerun), test records
+#                             with the table's (docs/translation.md, round 37)
 #   lab.sh state <core>...    the state table's queue (state_queue.sh) on each core
 #   lab.sh status             each queue's done count, each lane's last job and step
 # EXP (/work/t2t_exp) holds everything; TABLE3_SNAP (snapM, 50d93da) and
@@ -21,6 +25,9 @@ STATE_SNAP=${STATE_SNAP:-snapQ}
 STATE_COMMIT=${STATE_COMMIT:-9c8aa88}
 mkdir -p "$EXP/logs"
 # Table 3's rows (the base first, round 28's order), three seeds each.
+TABLE3_RECORDS=$repo/docs/records/translate_gettext
+# The base's seeds whose runs were lost before their test figures were kept.
+TABLE3_RERUN_SEEDS="1 2"
 TABLE3_ROWS="t3_base t3_smoothing0 t3_learned t3_separate t3_heads1 t3_heads16 t3_keys16
              t3_layers1 t3_layers4 t3_width64 t3_width256 t3_dropout0"
 
@@ -55,6 +62,12 @@ rebuild() {
         --train_files="$EXP/catalogs" --language_pair=en-de --vocab_size=8000
 }
 
+table3_env() {  # Table 3's snapshot, budget and recipe, for its queue and its rerun
+    snapshot "$TABLE3_SNAP" "$TABLE3_COMMIT"
+    export SNAP=$TABLE3_SNAP STEPS=3000 EVAL_EVERY=500 TEST_SPLIT=test \
+        HPARAMS=batch_size=2048,learning_rate_decay_steps=1500
+}
+
 lanes() {  # lanes <queue script> <log name> <core>...: each in a session of its own
     local script=$1 name=$2 core
     shift 2
@@ -68,12 +81,16 @@ case ${1:-} in
 rebuild) rebuild ;;
 table3)
     shift
-    snapshot "$TABLE3_SNAP" "$TABLE3_COMMIT"
-    export SNAP=$TABLE3_SNAP STEPS=3000 EVAL_EVERY=500 OUT=$EXP/table3b QUEUE=$EXP/q3b \
-        HPARAMS=batch_size=2048,learning_rate_decay_steps=1500 \
-        RECORDS=$repo/docs/records/translate_gettext ROWS=$TABLE3_ROWS \
-        TEST_SPLIT=test
+    table3_env
+    export OUT=$EXP/table3b QUEUE=$EXP/q3b RECORDS=$TABLE3_RECORDS ROWS=$TABLE3_ROWS
     lanes table3_queue.sh table3b "$@"
+    ;;
+table3-rerun)
+    shift
+    table3_env
+    export OUT=$EXP/table3t QUEUE=$EXP/q3t RECORDS=${TABLE3_RECORDS}_rerun \
+        TEST_RECORDS=$TABLE3_RECORDS ROWS=t3_base SEEDS="$TABLE3_RERUN_SEEDS"
+    lanes table3_queue.sh table3t "$@"
     ;;
 state)
     shift
@@ -83,7 +100,9 @@ state)
     ;;
 status)
     t3_jobs=$(for seed in 1 2 3; do for row in $TABLE3_ROWS; do echo "$row:$seed"; done; done)
-    echo "table3: $(done_count "$EXP/q3b" $t3_jobs); state: $(done_count "$EXP/qs" $(state_jobs))"
+    rerun_jobs=$(for seed in $TABLE3_RERUN_SEEDS; do echo "t3_base:$seed"; done)
+    echo "table3: $(done_count "$EXP/q3b" $t3_jobs); table3-rerun: $(done_count "$EXP/q3t" \
+        $rerun_jobs); state: $(done_count "$EXP/qs" $(state_jobs))"
     for log in "$EXP"/logs/*_lane*.out; do
         [ -e "$log" ] || continue
         echo "$(basename "$log"): $(grep -E ' lane [0-9a-z]+: ' "$log" | tail -n 1)" \
@@ -91,7 +110,7 @@ status)
     done
     ;;
 *)
-    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
     exit 1
     ;;
 esac

@@ -15,6 +15,8 @@
 # TEST_SPLIT=test also keeps each finished job's test figures there (the same
 # command with --bleu_split=test), so that they outlive the run directory;
 # they are not printed until the table is final (docs/translation.md, round 36).
+# TEST_RECORDS=T sends those test figures to T instead of R (a rerun whose dev
+# figures are kept apart from the table's: lab.sh table3-rerun, round 37).
 set -uo pipefail
 here=$(dirname "$0")
 . "$here/env.sh"
@@ -32,18 +34,19 @@ table3_job() {  # table3_job <row>:<seed>
     local row=${1%:*} seed=${1#*:} models
     models=$row
     [ "$row" = t3_base ] && models=t3_base,t3_greedy,t3_average5
-    table3_compare "$models" "$seed" || return
+    table3_compare "$models" "$seed" "${RECORDS:-}" || return
     if [ -n "${RECORDS:-}" ] && [ -n "${TEST_SPLIT:-}" ]; then
-        table3_compare "$models" "$seed" --bleu_split="$TEST_SPLIT" --missing=skip >/dev/null
+        table3_compare "$models" "$seed" "${TEST_RECORDS:-$RECORDS}" \
+            --bleu_split="$TEST_SPLIT" --missing=skip >/dev/null
     fi
 }
-table3_compare() {  # table3_compare <models> <seed> [more flags]: one job's t2t-compare
-    local models=$1 seed=$2
-    shift 2
+table3_compare() {  # <models> <seed> <records or ""> [more flags]: one job's t2t-compare
+    local models=$1 seed=$2 records=$3
+    shift 3
     pin "$core" "$BIN/t2t-compare" --problems=translate_gettext --models="$models" \
         --random_seed="$seed" --train_steps="${STEPS:-3000}" --save_checkpoints_steps=100 \
         --local_eval_frequency="${EVAL_EVERY:-500}" --data_dir="$EXP/data" \
         ${HPARAMS:+--hparams="$HPARAMS"} --output_dir="${OUT:-$EXP/table3}/seed$seed" \
-        ${RECORDS:+--records="$RECORDS"} "$@"
+        ${records:+--records="$records"} "$@"
 }
 run_queue "${QUEUE:-$EXP/q3}" "${core:-any}" table3_job "${jobs[@]}"
