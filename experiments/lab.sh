@@ -24,10 +24,10 @@ TABLE3_COMMIT=${TABLE3_COMMIT:-50d93da}
 STATE_SNAP=${STATE_SNAP:-snapQ}
 STATE_COMMIT=${STATE_COMMIT:-9c8aa88}
 mkdir -p "$EXP/logs"
-# Table 3's rows (the base first, round 28's order), three seeds each.
 TABLE3_RECORDS=$repo/docs/records/translate_gettext
 # The base's seeds whose runs were lost before their test figures were kept.
 TABLE3_RERUN_SEEDS="1 2"
+# Table 3's rows (the base first, round 28's order), three seeds each.
 TABLE3_ROWS="t3_base t3_smoothing0 t3_learned t3_separate t3_heads1 t3_heads16 t3_keys16
              t3_layers1 t3_layers4 t3_width64 t3_width256 t3_dropout0"
 
