@@ -41,6 +41,11 @@ state_jobs() {  # the state table's 30 jobs, <row>:<problem>:<seed>, round 22's 
     done
 }
 
+table3_jobs() {  # table3_jobs "<seeds>" "<rows>": <row>:<seed>, seed-major as table3_queue.sh
+    local seed row
+    for seed in $1; do for row in $2; do echo "$row:$seed"; done; done
+}
+
 done_count() {  # done_count <queue dir> <job>...: how many of the jobs are marked done
     local queue=$1 job n=0
     shift
@@ -99,10 +104,9 @@ state)
     lanes state_queue.sh state "$@"
     ;;
 status)
-    t3_jobs=$(for seed in 1 2 3; do for row in $TABLE3_ROWS; do echo "$row:$seed"; done; done)
-    rerun_jobs=$(for seed in $TABLE3_RERUN_SEEDS; do echo "t3_base:$seed"; done)
-    echo "table3: $(done_count "$EXP/q3b" $t3_jobs); table3-rerun: $(done_count "$EXP/q3t" \
-        $rerun_jobs); state: $(done_count "$EXP/qs" $(state_jobs))"
+    echo "table3: $(done_count "$EXP/q3b" $(table3_jobs "1 2 3" "$TABLE3_ROWS"));" \
+        "table3-rerun: $(done_count "$EXP/q3t" $(table3_jobs "$TABLE3_RERUN_SEEDS" t3_base));" \
+        "state: $(done_count "$EXP/qs" $(state_jobs))"
     for log in "$EXP"/logs/*_lane*.out; do
         [ -e "$log" ] || continue
         echo "$(basename "$log"): $(grep -E ' lane [0-9a-z]+: ' "$log" | tail -n 1)" \
