@@ -2,8 +2,9 @@
 #   EXP   root of data, run directories and snapshot installs (default /tmp/t2t_exp)
 #   SNAP  snapshot install whose binaries a script runs (default "snap": $EXP/snap/venv/bin;
 #         "path": whatever t2t-train is on PATH)
-# One intra-op thread per run; a run is pinned to a core with `taskset` when the
-# script is given one.
+# One intra-op thread per run, at the lowest priority (nice 19), so that a
+# lane never slows whatever else the machine runs (a test suite, CI); a run is
+# pinned to a core with `taskset` when the script is given one.
 EXP=${EXP:-/tmp/t2t_exp}
 SNAP=${SNAP:-snap}
 if [ "$SNAP" = path ]; then
@@ -15,5 +16,5 @@ export TF_NUM_INTRAOP_THREADS=1 TF_CPP_MIN_LOG_LEVEL=2
 pin() {  # pin <core or ""> <command...>
     local core=$1
     shift
-    if [ -n "$core" ]; then taskset -c "$core" "$@"; else "$@"; fi
+    if [ -n "$core" ]; then nice -n 19 taskset -c "$core" "$@"; else nice -n 19 "$@"; fi
 }

@@ -77,7 +77,12 @@ lanes() {  # lanes <queue script> <log name> <core>...: each in a session of its
     local script=$1 name=$2 core
     shift 2
     for core in "$@"; do
-        setsid nohup "$here/$script" "$core" >>"$EXP/logs/${name}_lane$core.out" 2>&1 &
+        # A session is one scheduling group (the kernel's autogrouping), which
+        # its processes' nice values do not lower: the group's own nice value,
+        # set from inside the new session, makes the lane give way to anything
+        # else the machine runs (CI, a test suite) and run at full speed alone.
+        setsid nohup bash -c '[ -w /proc/self/autogroup ] && echo 19 >/proc/self/autogroup
+            exec "$@"' lane "$here/$script" "$core" >>"$EXP/logs/${name}_lane$core.out" 2>&1 &
         echo "$name lane $core: pid $!, log $EXP/logs/${name}_lane$core.out"
     done
 }
