@@ -2,8 +2,9 @@
 #   EXP   root of data, run directories and snapshot installs (default /tmp/t2t_exp)
 #   SNAP  snapshot install whose binaries a script runs (default "snap": $EXP/snap/venv/bin;
 #         "path": whatever t2t-train is on PATH)
-# One intra-op thread per run, at the lowest priority (nice 19), so that a
-# lane never slows whatever else the machine runs (a test suite, CI); a run is
+# One intra-op thread per run, at the lowest priority (nice 19; where the
+# kernel groups by session, lab.sh lowers each lane's session too), so that a
+# run gives way to whatever else the machine runs (a test suite, CI); a run is
 # pinned to a core with `taskset` when the script is given one.
 EXP=${EXP:-/tmp/t2t_exp}
 SNAP=${SNAP:-snap}
