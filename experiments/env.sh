@@ -17,5 +17,6 @@ export TF_NUM_INTRAOP_THREADS=1 TF_CPP_MIN_LOG_LEVEL=2
 pin() {  # pin <core or ""> <command...>
     local core=$1
     shift
-    if [ -n "$core" ]; then nice -n 19 taskset -c "$core" "$@"; else nice -n 19 "$@"; fi
+    [ -z "$core" ] || set -- taskset -c "$core" "$@"
+    nice -n 19 "$@"
 }
