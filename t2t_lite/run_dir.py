@@ -10,6 +10,9 @@
   <vocabulary files>       the problem's assets, e.g. vocab.subwords (Problem.save_assets)
   train/, eval_<split>/    TensorBoard summaries
   averaged/                t2t-avg-checkpoints' default output
+  best/                    the best checkpoint by --keep_best's metric, and best.json
+                           (training/best.py)
+  metrics_best.json        the final evaluation of best/'s checkpoint (--keep_best)
   .t2t-train.lock          the running trainer's lock (run_lock.py)
 
 The trainer claims and fills a run through here (`claim`, `save_vocabulary`);
@@ -34,6 +37,8 @@ METRICS_FILE = "metrics.json"
 METRICS_SOURCE = "source"
 LOCK_FILE = run_lock.LOCK_FILE
 AVERAGED_DIR = "averaged"
+BEST_DIR = "best"
+METRICS_BEST_FILE = "metrics_best.json"
 TRAIN_TIME_FILE = "train_time.json"
 # Following a run's newest checkpoint, a reader retries this many times when
 # the trainer deletes the one it chose (keep_checkpoint_max) during the read.

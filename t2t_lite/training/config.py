@@ -16,6 +16,16 @@ def _field(default, help_text: str, choices=None):
     return dataclasses.field(default=default, metadata={"help": help_text, "choices": choices})
 
 
+def split_metric(text: str) -> tuple[str, str]:
+    """--keep_best's SPLIT/METRIC -> (split, metric); a ValueError saying the form."""
+    split, slash, metric = text.partition("/")
+    if not (slash and split and metric) or "/" in metric:
+        raise ValueError(
+            f"--keep_best={text!r}: expected SPLIT/METRIC, e.g. valid_long/sequence_accuracy"
+        )
+    return split, metric
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     """Loop settings (t2t-train's flags), as opposed to model hparams."""
@@ -42,6 +52,13 @@ class TrainConfig:
         "problem's eval split, dev), e.g. dev,valid_long to choose settings on long sequences.",
     )
     keep_checkpoint_max: int = _field(5, "Checkpoints to keep.")
+    keep_best: str = _field(
+        "",
+        "SPLIT/METRIC, e.g. valid_long/sequence_accuracy: also keep the checkpoint whose "
+        "periodic evaluation of SPLIT (evaluated at every one, and at the last step) has "
+        "the best METRIC (loss, perplexity: lowest; others: highest) in <output_dir>/best, "
+        "and evaluate it at the end into metrics_best.json ('': off).",
+    )
     log_step_count_steps: int = _field(100, "Progress line every N steps.")
     random_seed: int = _field(1, "Seed for initialisation, dropout, shuffling and datagen.")
     xla_compile: bool = _field(False, "Compile the forward/backward step with XLA.")
@@ -83,6 +100,8 @@ class TrainConfig:
             raise ValueError(f"--random_seed must be in [0, 2**31), got {self.random_seed}")
         if self.eval_bleu_examples < 0:
             raise ValueError(f"--eval_bleu_examples must be >= 0, got {self.eval_bleu_examples}")
+        if self.keep_best:
+            split_metric(self.keep_best)
         if self.eval_steps == 0:
             raise ValueError("--eval_steps must be positive, or negative for the whole split")
         if self.strategy not in STRATEGIES:

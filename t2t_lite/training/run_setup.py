@@ -15,7 +15,7 @@ from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
 from t2t_lite.problems import datagen
 from t2t_lite.training import distribution
-from t2t_lite.training.config import TrainConfig
+from t2t_lite.training.config import TrainConfig, split_metric
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,10 +40,13 @@ def prepare(
     strategy = distribution.make_strategy(config.strategy, list(config.devices))
     chief = distribution.is_chief(strategy)
     problem = experiment.build_problem()
-    for split in config.eval_splits:
+    asked = [("--eval_splits", split) for split in config.eval_splits]
+    if config.keep_best:
+        asked.append(("--keep_best", split_metric(config.keep_best)[0]))
+    for flag, split in asked:
         if split not in problem.splits:
             raise ValueError(
-                f"--eval_splits: {problem.name} has no split {split!r}; "
+                f"{flag}: {problem.name} has no split {split!r}; "
                 f"its splits are {', '.join(sorted(problem.splits))}"
             )
     lock = run_lock.RunLock(output_dir)

@@ -12,7 +12,7 @@ from t2t_lite import checkpoints, cli, files, progress, run_dir
 from t2t_lite import experiment as experiment_lib
 from t2t_lite.data import batching, tfrecord
 from t2t_lite.data import problem as problem_lib
-from t2t_lite.training import distribution, evaluation, run_setup, steps, stopping, summary
+from t2t_lite.training import best, distribution, evaluation, run_setup, steps, stopping, summary
 from t2t_lite.training.config import TrainConfig
 
 METRICS_FILE = run_dir.METRICS_FILE
@@ -59,6 +59,7 @@ class Trainer:
         self.manager = checkpoints.make_manager(
             self.checkpoint, self.save_dir, config.keep_checkpoint_max
         )
+        self.best = best.BestCheckpoint.open(self.checkpoint, output_dir, self.strategy, config)
         # The chief's checkpoints, on every worker; a corrupt newest one is skipped.
         latest = checkpoints.restore_newest_readable(
             self.checkpoint, output_dir, self.model.weights
@@ -163,8 +164,10 @@ class Trainer:
                 if save:
                     self._save(step)
                 if evaluate:
-                    for split in config.eval_splits or (self.problem.eval_split,):
-                        self._evaluate_split(split, step, config.eval_steps)
+                    for split in self._eval_splits():
+                        metrics = self._evaluate_split(split, step, config.eval_steps)
+                        if self.best is not None and split == self.best.spec.split:
+                            self.best.consider(step, metrics)
                     reason, _ = self.stop.decide()  # a signal during the evaluation
                     if reason and not save:
                         self._save(step)
@@ -176,6 +179,11 @@ class Trainer:
                 "run the same command again to resume from it",
                 reason,
             )
+        if self.best is not None:  # the last step is a candidate too
+            split = self.best.spec.split
+            metrics = self._split_metrics(split, config.eval_steps)
+            logging.info("eval %s at step %d (--keep_best): %s", split, step, _line(metrics))
+            self.best.consider(step, metrics)
         if reason:
             logging.info(
                 "Time budget of %g minutes reached at step %d (%.0f s of training in all).",
@@ -271,24 +279,31 @@ class Trainer:
             for key, value in extra.items():
                 tf.summary.scalar(key, value)
 
-    def _evaluate_split(self, split: str, step: int, max_steps: int) -> dict[str, float]:
+    def _eval_splits(self) -> tuple[str, ...]:
+        """The splits of every periodic evaluation (--eval_splits, and --keep_best's)."""
+        splits = self.config.eval_splits or (self.problem.eval_split,)
+        if self.best is not None and self.best.spec.split not in splits:
+            splits = (*splits, self.best.spec.split)
+        return splits
+
+    def _split_metrics(self, split: str, max_steps: int) -> dict[str, float]:
+        """The split's metrics over max_steps batches (< 0: whole), on the model's weights."""
         dataset = self.distributed_dataset(split)
         paths = self.problem.filepaths(self.data_dir, split)
         metrics = evaluation.evaluate(self._eval_step, dataset, paths, max_steps)
         if self.problem.reports_bleu and self.config.eval_bleu_examples:
             metrics["bleu"] = self._bleu(paths)
-        logging.info(
-            "eval %s at step %d: %s",
-            split,
-            step,
-            ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()),
-        )
+        return metrics
+
+    def _evaluate_split(self, split: str, step: int, max_steps: int) -> dict[str, float]:
+        metrics = self._split_metrics(split, max_steps)
+        logging.info("eval %s at step %d: %s", split, step, _line(metrics))
         writer = self._summary_writer(f"eval_{split}")
         with writer.as_default(step=step):
             for key, value in metrics.items():
                 tf.summary.scalar(key, value)
             if self.chief and split == self.problem.eval_split and self._ponder.applies():
-                self._ponder(paths)
+                self._ponder(self.problem.filepaths(self.data_dir, split))
         writer.flush()
         return metrics
 
@@ -312,7 +327,33 @@ class Trainer:
             }
             record = {"step": step, run_dir.METRICS_SOURCE: source, **results}
             files.write_atomically(path, files.strict_json(record))
+        if self.best is not None and self.best.path:
+            self._evaluate_best(source)
         return results
+
+    def _evaluate_best(self, source: dict) -> None:
+        """Evaluates best/'s checkpoint on every non-train split in full into
+        metrics_best.json (no summaries: the curves are the run's), then puts the
+        newest checkpoint's weights back."""
+        checkpoints.restore_model(self.model, self.best.path)
+        results = {
+            split: self._split_metrics(split, max_steps=-1)
+            for split in sorted(self.problem.splits)
+            if split != problem_lib.TRAIN
+        }
+        for split, metrics in results.items():
+            logging.info("eval %s of the best, step %d: %s", split, self.best.step, _line(metrics))
+        if self.chief:
+            path = os.path.join(self.output_dir, run_dir.METRICS_BEST_FILE)
+            record = {"step": self.best.step, "selected_by": self.best.kept,
+                      run_dir.METRICS_SOURCE: {**source, "keep_best": str(self.best.spec)},
+                      **results}  # fmt: skip
+            files.write_atomically(path, files.strict_json(record))
+        checkpoints.restore_model(self.model, self._good_checkpoint)
+
+
+def _line(metrics: dict[str, float]) -> str:
+    return ", ".join(f"{key}={value:.4g}" for key, value in metrics.items())
 
 
 class _Window:

@@ -1,0 +1,168 @@
+"""--keep_best: the checkpoint of the best periodic evaluation, kept apart and evaluated."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t_lite import checkpoints, cli, experiment, run_dir
+from t2t_lite.training import best, trainer
+
+HPARAMS = "batch_size=64,max_length=8,learning_rate_warmup_steps=10"
+
+
+def make_trainer(data_dir, output_dir, steps, fake=None, **config):
+    """A trainer evaluating every 2 steps; `fake` (step -> value) adds a metric
+    "fake" to every evaluation, so that the best step is known in advance."""
+    exp = experiment.Experiment.resolve(
+        "transformer", "test_identity_small", "transformer_test", HPARAMS
+    )
+    settings = {"eval_steps": 2, "local_eval_frequency": 2, "log_step_count_steps": 100}
+    settings.update(keep_checkpoint_max=20, **config)
+    t = trainer.Trainer(
+        exp, data_dir, output_dir, trainer.TrainConfig(train_steps=steps, **settings)
+    )
+    if fake is not None:
+        real = t._split_metrics
+
+        def with_fake(split, max_steps):
+            metrics = real(split, max_steps)
+            metrics["fake"] = fake.get(int(t.step.numpy()), 0.0)
+            return metrics
+
+        t._split_metrics = with_fake
+    return t
+
+
+def considered(t) -> list[tuple[int, float]]:
+    """Records (step, value) of every evaluation the best checkpoint is offered."""
+    calls = []
+    offer = t.best.consider
+
+    def recording(step, metrics):
+        calls.append((step, metrics[t.best.spec.metric]))
+        return offer(step, metrics)
+
+    t.best.consider = recording
+    return calls
+
+
+def kept_steps(directory) -> list[int]:
+    return sorted(int(p.rsplit("-", 1)[1]) for p in checkpoints.by_step(str(directory)))
+
+
+def weights(path) -> dict[str, np.ndarray]:
+    reader = checkpoints.reader(path)
+    names = [n for n in reader.get_variable_to_shape_map() if n.startswith("model/")]
+    return {name: reader.get_tensor(name) for name in names}
+
+
+def restored(run, path) -> list[np.ndarray]:
+    """The model weights of a checkpoint, read into a model built afresh."""
+    exp = experiment.Experiment.load(str(run))
+    model = exp.build_model(exp.build_problem().vocab_size)
+    checkpoints.restore_model(model, str(path))
+    return [w.numpy() for w in model.weights]
+
+
+def read_json(path) -> dict:
+    with tf.io.gfile.GFile(str(path)) as f:
+        return json.load(f)
+
+
+def test_the_best_evaluation_keeps_its_checkpoint_and_is_evaluated_at_the_end(small_data, tmp_path):
+    out = tmp_path / "run"
+    # Higher is better for "fake": step 4 is the best of 2, 4, 6 and the last step 8.
+    t = make_trainer(small_data, str(out), 8, fake={2: 0.5, 4: 0.9, 6: 0.7, 8: 0.8},
+                     keep_best="dev/fake")  # fmt: skip
+    calls = considered(t)
+    t.train()
+    assert [step for step, _ in calls] == [2, 4, 6, 8]  # every evaluation, and the last step
+    kept = read_json(out / "best" / best.BEST_FILE)
+    assert kept == {"step": 4, "split": "dev", "metric": "fake", "value": 0.9}
+    assert kept_steps(out / "best") == [4]  # the earlier bests were removed
+    # The kept checkpoint is the run's own state at step 4, whole.
+    ours, runs = weights(str(out / "best" / "model.ckpt-4")), weights(str(out / "model.ckpt-4"))
+    assert ours.keys() == runs.keys() and all(np.array_equal(ours[k], runs[k]) for k in ours)
+    assert run_dir.resolve_checkpoint(str(out), str(out / "best")).endswith("best/model.ckpt-4")
+    last = read_json(out / run_dir.METRICS_FILE)
+    chosen = read_json(out / run_dir.METRICS_BEST_FILE)
+    assert last["step"] == 8 and chosen["step"] == 4
+    assert chosen["selected_by"] == kept
+    assert chosen["source"] == {**last["source"], "keep_best": "dev/fake"}
+    assert set(chosen) - {"step", "selected_by", "source"} == {"dev", "test"}
+    assert chosen["dev"]["loss"] != last["dev"]["loss"]  # other weights, other figures
+    # After evaluating the best, the trainer holds the newest checkpoint's weights again.
+    newest = restored(out, out / "model.ckpt-8")
+    assert all(np.array_equal(w.numpy(), v) for w, v in zip(t.model.weights, newest))
+
+
+def test_a_lower_is_better_metric_and_a_tie_keeps_the_earlier_step():
+    loss = best.Spec.parse("valid_long/loss")
+    assert loss.better(0.5, 0.6) and not loss.better(0.6, 0.5) and not loss.better(0.5, 0.5)
+    accuracy = best.Spec.parse("dev/sequence_accuracy")
+    assert accuracy.better(0.6, 0.5) and not accuracy.better(0.5, 0.5)
+    assert best.Spec.parse("dev/neg_log_perplexity").better(0.1, 0.2)
+
+
+def test_a_resumed_run_keeps_its_best_and_a_changed_metric_is_refused(small_data, tmp_path):
+    out = tmp_path / "run"
+    fake = {2: 0.9, 4: 0.3, 6: 0.5, 8: 0.4}
+    make_trainer(small_data, str(out), 4, fake=fake, keep_best="dev/fake").train()
+    assert read_json(out / "best" / best.BEST_FILE)["step"] == 2
+    t = make_trainer(small_data, str(out), 8, fake=fake, keep_best="dev/fake")
+    assert t.best.step == 2  # read back: 0.5 at step 6 does not beat 0.9
+    t.train()
+    assert read_json(out / "best" / best.BEST_FILE)["step"] == 2
+    assert read_json(out / run_dir.METRICS_BEST_FILE)["step"] == 2
+    with pytest.raises(ValueError, match=r"--keep_best=dev/loss: .*best\.json keeps the best "
+                       r"by dev/fake; use --keep_best=dev/fake or move"):  # fmt: skip
+        make_trainer(small_data, str(out), 8, keep_best="dev/loss")
+
+
+def test_a_checkpoint_best_json_does_not_name_is_a_leftover(small_data, tmp_path):
+    out = tmp_path / "run"
+    make_trainer(small_data, str(out), 2, fake={2: 0.9}, keep_best="dev/fake").train()
+    # A kill after writing a better checkpoint and before best.json names it.
+    for path in tf.io.gfile.glob(str(out / "best" / "model.ckpt-2.*")):
+        tf.io.gfile.copy(path, path.replace("ckpt-2", "ckpt-6"))
+    assert kept_steps(out / "best") == [2, 6]
+    t = make_trainer(small_data, str(out), 2, fake={2: 0.9}, keep_best="dev/fake")
+    assert kept_steps(out / "best") == [2] and t.best.path.endswith("best/model.ckpt-2")
+
+
+def test_a_damaged_or_dangling_best_json_is_one_error(small_data, tmp_path):
+    out = tmp_path / "run"
+    make_trainer(small_data, str(out), 2, fake={2: 0.9}, keep_best="dev/fake").train()
+    path = out / "best" / best.BEST_FILE
+    path.write_text('{"step": 6, "split": "dev", "metric": "fake", "value": 1.0}')
+    with pytest.raises(ValueError, match="names step 6, whose checkpoint is not in"):
+        make_trainer(small_data, str(out), 2, keep_best="dev/fake")
+    path.write_text("{")
+    with pytest.raises(ValueError, match=r"best\.json: not a best\.json"):
+        make_trainer(small_data, str(out), 2, keep_best="dev/fake")
+
+
+def test_bad_keep_best_flags_are_one_line_errors(small_data, tmp_path):
+    for text in ("dev", "/loss", "dev/", "dev/a/b"):
+        with pytest.raises(ValueError, match="expected SPLIT/METRIC"):
+            trainer.TrainConfig(keep_best=text)
+    with pytest.raises(ValueError, match="--keep_best: test_identity_small has no split 'nope'"):
+        make_trainer(small_data, str(tmp_path / "a"), 2, keep_best="nope/loss")
+    t = make_trainer(small_data, str(tmp_path / "b"), 2, keep_best="dev/bleu_score")
+    with pytest.raises(cli.UserError, match="has no metric 'bleu_score'; it has .*accuracy"):
+        t.train()
+
+
+def test_the_split_is_evaluated_though_not_in_eval_splits(small_data, tmp_path):
+    t = make_trainer(small_data, str(tmp_path / "run"), 4, keep_best="test/accuracy")
+    evaluated = []
+    evaluate = t._evaluate_split
+    t._evaluate_split = lambda split, step, max_steps: (
+        evaluated.append((split, step)) or evaluate(split, step, max_steps)
+    )
+    t.train()
+    assert evaluated[:2] == [("dev", 2), ("test", 2)]
+    assert os.path.exists(tmp_path / "run" / run_dir.METRICS_BEST_FILE)
