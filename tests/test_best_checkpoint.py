@@ -1,5 +1,6 @@
 """--keep_best: the checkpoint of the best periodic evaluation, kept apart and evaluated."""
 
+import dataclasses
 import json
 import os
 
@@ -96,7 +97,7 @@ def test_the_best_evaluation_keeps_its_checkpoint_and_is_evaluated_at_the_end(sm
     assert chosen["dev"]["loss"] != last["dev"]["loss"]  # other weights, other figures
     # After evaluating the best, the trainer holds the newest checkpoint's weights again.
     newest = restored(out, out / "model.ckpt-8")
-    assert all(np.array_equal(w.numpy(), v) for w, v in zip(t.model.weights, newest))
+    assert all(np.array_equal(w.numpy(), v) for w, v in zip(t.model.weights, newest, strict=True))
 
 
 def test_a_lower_is_better_metric_and_a_tie_keeps_the_earlier_step():
@@ -166,3 +167,36 @@ def test_the_split_is_evaluated_though_not_in_eval_splits(small_data, tmp_path):
     t.train()
     assert evaluated[:2] == [("dev", 2), ("test", 2)]
     assert os.path.exists(tmp_path / "run" / run_dir.METRICS_BEST_FILE)
+
+
+def test_t2t_compare_with_keep_best_prints_and_records_the_best_checkpoints_figures(tmp_path):
+    from t2t_lite.data import problem as problem_lib
+    from t2t_lite.reproduction import comparison
+
+    data = str(tmp_path / "d")
+    problem_lib.get("test_identity_small").generate_data(data, seed=3)
+    config = trainer.TrainConfig(train_steps=6, local_eval_frequency=3, keep_best="dev/loss")
+    out, kept = str(tmp_path / "o"), str(tmp_path / "records")
+    table = comparison.compare(out, ["ut_length_depth"], ["test_identity_small"], data, config,
+                               greedy_examples=-1, records_dir=kept)  # fmt: skip
+    run = os.path.join(out, "test_identity_small", "ut_length_depth")
+    chosen = read_json(os.path.join(run, run_dir.METRICS_BEST_FILE))
+    step = chosen["step"]
+    assert step in (3, 6) and chosen["source"]["keep_best"] == "dev/loss"
+    decoded = read_json(os.path.join(run, "greedy_best_test.json"))
+    index = os.path.join(run, "best", f"model.ckpt-{step}.index")
+    assert decoded["checkpoint"] == f"model.ckpt-{step}"  # best/'s, by its write time:
+    assert decoded["checkpoint_written"] == tf.io.gfile.stat(index).mtime_nsec
+    cells = [cell.strip() for cell in table.splitlines()[2].strip("|").split("|")]
+    assert cells[2] == f"{chosen['test']['accuracy']:.2f}"
+    assert cells[4] == f"{decoded['char_accuracy']:.2f}"
+    record = read_json(os.path.join(kept, "test_identity_small", "ut_length_depth", "seed1.json"))
+    assert record["depends_on"]["keep_best"] == "dev/loss"
+    assert record["results"]["test"]["accuracy"] == chosen["test"]["accuracy"]
+    # Without --keep_best the same runs print their last checkpoint's figures.
+    last = read_json(os.path.join(run, run_dir.METRICS_FILE))
+    plain = dataclasses.replace(config, keep_best="")
+    table = comparison.compare(out, ["ut_length_depth"], ["test_identity_small"], data, plain,
+                               greedy_examples=-1)  # fmt: skip
+    cells = [cell.strip() for cell in table.splitlines()[2].strip("|").split("|")]
+    assert cells[2] == f"{last['test']['accuracy']:.2f}"

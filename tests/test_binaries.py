@@ -188,3 +188,30 @@ def test_ctrl_c_and_a_saved_stop_are_one_line_with_the_signal_status(capsys):
             capsys.readouterr().err
             == f"t2t-train: stopped by {name} at step 7; saved r/model.ckpt-7\n"
         )
+
+
+@pytest.mark.parametrize(
+    ("binary", "flags", "says"),
+    [
+        (
+            "t2t-train",
+            [
+                "--problem=algorithmic_identity_binary40",
+                "--model=transformer",
+                "--hparams_set=transformer_test",
+                "--keep_best=valid_long",
+            ],  # fmt: skip
+            "--keep_best='valid_long': expected SPLIT/METRIC",
+        ),
+        (
+            "t2t-compare",
+            ["--models=t3_base", "--problems=translate_from_files", "--keep_best=dev/loss"],
+            "--keep_best: for the algorithmic and Learning to Execute tables, not translation rows",
+        ),
+    ],
+)
+def test_a_bad_keep_best_is_one_line(tmp_path, binary, flags, says):
+    result = run_binary(binary, *flags, f"--data_dir={tmp_path}", f"--output_dir={tmp_path}")
+    assert result.returncode == 1
+    assert f"{binary}: error: {says}" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -82,6 +82,14 @@ flags.DEFINE_string(
     "where its run directory is not there (deleted, lost, or not finished), training "
     "it no more; the table names them. Not for bAbI tables.",
 )
+flags.DEFINE_string(
+    "keep_best",
+    "",
+    "SPLIT/METRIC, e.g. valid_long/sequence_accuracy: every run keeps the checkpoint of "
+    "its best periodic evaluation of SPLIT (t2t-train --keep_best), and the table prints "
+    "that checkpoint's figures, greedy ones included ('': the last checkpoint's). Not for "
+    "translation rows.",
+)
 flags.mark_flags_as_required(["data_dir", "output_dir"])
 
 
@@ -97,8 +105,13 @@ def main(argv):
             random_seed=FLAGS.random_seed,
             train_minutes=FLAGS.train_minutes,
             save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+            keep_best=FLAGS.keep_best,
         )
         if translation.is_translation(FLAGS.models):
+            if FLAGS.keep_best:
+                raise ValueError(
+                    "--keep_best: for the algorithmic and Learning to Execute tables, not translation rows"
+                )
             table = translation_compare.compare(
                 FLAGS.output_dir, FLAGS.models, FLAGS.problems, FLAGS.data_dir, config,
                 FLAGS.seeds, FLAGS.hparams, FLAGS.bleu_split, FLAGS.missing, FLAGS.records,

@@ -19,7 +19,7 @@ from t2t_lite.data import problem as problem_lib
 from t2t_lite.reproduction import babi_report, greedy, lead, records, seed_stats, translation
 from t2t_lite.reproduction.entries import ENTRIES, Entry, parse_entries
 from t2t_lite.reproduction.paper import paper_figures, task_of
-from t2t_lite.run_dir import METRICS_FILE, METRICS_SOURCE
+from t2t_lite.run_dir import BEST_DIR, METRICS_BEST_FILE, METRICS_FILE, METRICS_SOURCE
 from t2t_lite.training import trainer
 from t2t_lite.visualization import curves, plots
 
@@ -92,6 +92,8 @@ def run(
                 finished = trainer.train(exp, data_dir, run_dir, seeded)
             elif finished is None and _trained_through(run_dir, seeded):
                 finished = _evaluate(exp, data_dir, run_dir, seeded)
+            if finished is not None and config.keep_best:  # the best checkpoint's figures
+                finished = _finished(run_dir, exp, data_dir, seeded)
             results.append(finished)
         row = {"problem": problem, "entry": entry}
         if len(seeds) == 1:
@@ -219,7 +221,7 @@ def compare(
                 babi_report.ponder_maps(run_dir, results, data_dir, ponder_dir)
     else:
         if greedy_examples:
-            add_greedy(rows, data_dir, greedy_examples)
+            add_greedy(rows, data_dir, greedy_examples, best=bool(config.keep_best))
         if store:
             records.keep_runs(store, rows, names, experiment_of, config.random_seed)
         table = markdown_table(rows) + lead.section(rows)
@@ -231,13 +233,18 @@ def compare(
     return table
 
 
-def add_greedy(rows: list[dict], data_dir: str, max_examples: int, split: str = "test") -> None:
-    """Adds greedy_accuracy and greedy_sequence_accuracy to each run's `split` results."""
+def add_greedy(
+    rows: list[dict], data_dir: str, max_examples: int, split: str = "test", best: bool = False
+) -> None:
+    """Adds greedy_accuracy and greedy_sequence_accuracy to each run's `split` results
+    (of its newest checkpoint, or with `best` of best/'s: --keep_best)."""
     for row in rows:
         for _, run_dir, results in seed_stats.runs(row):
             if "greedy_accuracy" in results[split]:  # read from a record that has it
                 continue
-            decoded = greedy.evaluate(run_dir, data_dir, split, max_examples)
+            chosen = os.path.join(run_dir, BEST_DIR) if best else ""
+            decoded = greedy.evaluate(run_dir, data_dir, split, max_examples, checkpoint_path=chosen,
+                                      name="greedy_best" if best else "greedy")  # fmt: skip
             results[split]["greedy_accuracy"] = decoded["char_accuracy"]
             results[split]["greedy_sequence_accuracy"] = decoded["sequence_accuracy"]
 
@@ -254,7 +261,7 @@ def _finished(
     taken before the data dir's files were rewritten are taken again.
     """
     exp.check_matches(run_dir)  # another model, problem or hparams: ValueError
-    path = os.path.join(run_dir, METRICS_FILE)
+    path = os.path.join(run_dir, METRICS_BEST_FILE if config.keep_best else METRICS_FILE)
     if not tf.io.gfile.exists(path):
         return None
     metrics = json.loads(files.read_text(path))
@@ -267,6 +274,7 @@ def _finished(
         "data_dir": files.absolute(data_dir),
         "random_seed": config.random_seed,
         "train_minutes": config.train_minutes,
+        **({"keep_best": config.keep_best} if config.keep_best else {}),
     }
     differs = [key for key in sorted(wanted) if source.get(key) != wanted[key]]
     if differs:

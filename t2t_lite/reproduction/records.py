@@ -183,6 +183,7 @@ class RunRecords:
     train_steps: int
     train_minutes: float
     greedy_examples: int
+    keep_best: str = ""  # figures of the best checkpoint by it (--keep_best), "": the last
 
     @classmethod
     def open(cls, directory: str, problems: list[str], data_dir: str, config, greedy_examples):
@@ -192,14 +193,18 @@ class RunRecords:
             problem = problem_lib.get(name)
             missing = problem.missing_data(data_dir)
             data[name] = "" if missing else problem.data_fingerprint(data_dir)
-        return cls(directory, data, config.train_steps, config.train_minutes, greedy_examples)
+        return cls(directory, data, config.train_steps, config.train_minutes, greedy_examples,
+                   config.keep_best)  # fmt: skip
 
     def path(self, problem: str, key: str, seed: int) -> str:
         return os.path.join(self.directory, problem, key, RECORD_FILE.format(seed=seed))
 
     def depends_on(self, problem: str, exp, seed: int) -> dict:
+        """A last checkpoint's figures name no keep_best (as records kept before it did)."""
+        best = {"keep_best": self.keep_best} if self.keep_best else {}
         return _depends_on(exp, seed, self.train_steps, self.train_minutes,
-                           greedy_examples=self.greedy_examples, data=self.data[problem])  # fmt: skip
+                           greedy_examples=self.greedy_examples, data=self.data[problem],
+                           **best)  # fmt: skip
 
     def keep(self, problem: str, key: str, exp, seed: int, results: dict) -> None:
         path = self.path(problem, key, seed)
