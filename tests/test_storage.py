@@ -40,11 +40,10 @@ def test_datagen_train_resume_decode_average_export_on_ram(tmp_path, monkeypatch
     exp = experiment.Experiment.resolve(
         "transformer", "translate_from_files", "transformer_test", "batch_size=128"
     )
-    config = trainer.TrainConfig(train_steps=2, local_eval_frequency=2, eval_bleu_examples=4)
-    trainer.train(exp, data_dir, output_dir, config)
+    loop = {"local_eval_frequency": 2, "eval_bleu_examples": 4, "keep_best": "dev/loss"}
+    trainer.train(exp, data_dir, output_dir, trainer.TrainConfig(train_steps=2, **loop))
     with caplog.at_level("INFO"):
-        resumed = trainer.TrainConfig(train_steps=4, local_eval_frequency=2, eval_bleu_examples=4)
-        trainer.train(exp, data_dir, output_dir, resumed)
+        trainer.train(exp, data_dir, output_dir, trainer.TrainConfig(train_steps=4, **loop))
     assert "at step 2" in caplog.text  # resumed from the ram:// checkpoint
     assert tf.train.latest_checkpoint(output_dir) == f"{output_dir}/model.ckpt-4"
 
@@ -53,6 +52,8 @@ def test_datagen_train_resume_decode_average_export_on_ram(tmp_path, monkeypatch
     decoder = runner.make_decoder(model, "extra_length=3")
     assert runner.decode_file(decoder, loaded, f"{root}/user/input.txt", decoded_path) == []
     assert len(tf.io.gfile.GFile(decoded_path).read().splitlines()) == 3
+    _, _, best = run_dir.open_run(output_dir, f"{output_dir}/best")  # --keep_best's checkpoint
+    assert best.startswith(f"{output_dir}/best/model.ckpt-")
 
     averaged = averaging.run(output_dir, 2, [])
     assert averaged == f"{output_dir}/averaged/model.ckpt-4"
@@ -65,6 +66,8 @@ def test_datagen_train_resume_decode_average_export_on_ram(tmp_path, monkeypatch
         "data/translate_from_files-train-00000-of-00010",
         "run/experiment.json",
         "run/metrics.json",
+        "run/metrics_best.json",
+        "run/best/best.json",
         "run/translate_from_files.vocab",
         "run/averaged/model.ckpt-4.index",
         f"export/{os.path.basename(exported)}/saved_model.pb",
