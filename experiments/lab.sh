@@ -10,10 +10,14 @@
 #                             (docs/records/translate_gettext_rerun), test records
 #                             with the table's (docs/translation.md, round 37)
 #   lab.sh state <core>...    the state table's queue (state_queue.sh) on each core
+#   lab.sh state-best <core>...  the state table again, each run keeping its best
+#                             checkpoint on valid_long (--keep_best), parity first:
+#                             runs in $EXP/state_best, records docs/records/algo_best
+#                             (and docs/records/algo for a last checkpoint not recorded)
 #   lab.sh status             each queue's done count, each lane's last job and step
-# EXP (/work/t2t_exp) holds everything; TABLE3_SNAP (snapM, 50d93da) and
-# STATE_SNAP (snapQ, 9c8aa88) are the snapshots every run of a table keeps, so
-# that a table's rows train with one code. A lane appends to
+# EXP (/work/t2t_exp) holds everything; TABLE3_SNAP (snapM, 50d93da), STATE_SNAP
+# (snapQ, 9c8aa88) and BEST_SNAP (snapR, 8cdffae) are the snapshots every run of a
+# table keeps, so that a table's rows train with one code. A lane appends to
 # $EXP/logs/<queue>_lane<core>.out. Records go to this checkout's docs/records.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,17 +27,22 @@ TABLE3_SNAP=${TABLE3_SNAP:-snapM}
 TABLE3_COMMIT=${TABLE3_COMMIT:-50d93da}
 STATE_SNAP=${STATE_SNAP:-snapQ}
 STATE_COMMIT=${STATE_COMMIT:-9c8aa88}
+BEST_SNAP=${BEST_SNAP:-snapR}
+BEST_COMMIT=${BEST_COMMIT:-8cdffae}
 mkdir -p "$EXP/logs"
 TABLE3_RECORDS=$repo/docs/records/translate_gettext
+# The state table with each run's checkpoint chosen on valid_long (round 41), parity first.
+STATE_KEEP_BEST=valid_long/sequence_accuracy
+BEST_ORDER="algorithmic_parity_binary20 algorithmic_permute_three20"
 # The base's seeds whose runs were lost before their test figures were kept.
 TABLE3_RERUN_SEEDS="1 2"
 # Table 3's rows (the base first, round 28's order), three seeds each.
 TABLE3_ROWS="t3_base t3_smoothing0 t3_learned t3_separate t3_heads1 t3_heads16 t3_keys16
              t3_layers1 t3_layers4 t3_width64 t3_width256 t3_dropout0"
 
-state_jobs() {  # the state table's 30 jobs, <row>:<problem>:<seed>, round 22's order
-    local p r s
-    for p in algorithmic_permute_three20 algorithmic_parity_binary20; do
+state_jobs() {  # state_jobs [problems]: the state table's 30 jobs, <row>:<problem>:<seed>,
+    local p r s  # round 22's order (S3 first) unless the problems' order is given
+    for p in ${1:-algorithmic_permute_three20 algorithmic_parity_binary20}; do
         for r in ut_wavefront transformer_relative_equal_params transformer_relative \
             ut_relative_fixed transformer_relative_equal_compute; do
             for s in 1 2 3; do echo "$r:$p:$s"; done
@@ -108,10 +117,19 @@ state)
     export SNAP=$STATE_SNAP RECORDS=$repo/docs/records/algo JOBS=$(state_jobs)
     lanes state_queue.sh state "$@"
     ;;
+state-best)
+    shift
+    snapshot "$BEST_SNAP" "$BEST_COMMIT"
+    export SNAP=$BEST_SNAP OUT=$EXP/state_best QUEUE=$EXP/qsb KEEP_BEST=$STATE_KEEP_BEST \
+        RECORDS=$repo/docs/records/algo_best LAST_RECORDS=$repo/docs/records/algo \
+        JOBS=$(state_jobs "$BEST_ORDER")
+    lanes state_queue.sh state_best "$@"
+    ;;
 status)
     echo "table3: $(done_count "$EXP/q3b" $(table3_jobs "1 2 3" "$TABLE3_ROWS"));" \
         "table3-rerun: $(done_count "$EXP/q3t" $(table3_jobs "$TABLE3_RERUN_SEEDS" t3_base));" \
-        "state: $(done_count "$EXP/qs" $(state_jobs))"
+        "state: $(done_count "$EXP/qs" $(state_jobs));" \
+        "state-best: $(done_count "$EXP/qsb" $(state_jobs "$BEST_ORDER"))"
     for log in "$EXP"/logs/*_lane*.out; do
         [ -e "$log" ] || continue
         echo "$(basename "$log"): $(grep -E ' lane [0-9a-z]+: ' "$log" | tail -n 1)" \
@@ -119,7 +137,7 @@ status)
     done
     ;;
 *)
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
     exit 1
     ;;
 esac
