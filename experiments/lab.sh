@@ -14,6 +14,11 @@
 #                             checkpoint on valid_long (--keep_best), parity first:
 #                             runs in $EXP/state_best, records docs/records/algo_best
 #                             (and docs/records/algo for a last checkpoint not recorded)
+#   lab.sh add-best <core>...  addition's UT and its same-size Transformer (spread
+#                             positions, 4,000 steps), each run keeping its best
+#                             checkpoint on valid_long's char-acc, UT seeds first: runs
+#                             in $EXP/add_best, records docs/records/add_best (and
+#                             docs/records/add for the last checkpoints)
 #   lab.sh status             each queue's done count, each lane's last job and step
 # EXP (/work/t2t_exp) holds everything; TABLE3_SNAP (snapM, 50d93da), STATE_SNAP
 # (snapQ, 9c8aa88) and BEST_SNAP (snapR, 8cdffae) are the snapshots every run of a
@@ -34,6 +39,12 @@ TABLE3_RECORDS=$repo/docs/records/translate_gettext
 # The state table with each run's checkpoint chosen on valid_long (round 41), parity first.
 STATE_KEEP_BEST=valid_long/sequence_accuracy
 BEST_ORDER="algorithmic_parity_binary20 algorithmic_permute_three20"
+# Addition's target (round 42): the addition table's UT and its same-size
+# Transformer, read on training's positions, each run's checkpoint chosen on
+# valid_long's char-acc (evaluated every 500 of 4,000 steps).
+ADD_JOBS=$(for r in universal_transformer_randomized transformer_equal_params_randomized; do
+    for s in 1 2 3; do echo "$r:algorithmic_addition_decimal40:$s"; done
+done)
 # The base's seeds whose runs were lost before their test figures were kept.
 TABLE3_RERUN_SEEDS="1 2"
 # Table 3's rows (the base first, round 28's order), three seeds each.
@@ -125,11 +136,20 @@ state-best)
         JOBS=$(state_jobs "$BEST_ORDER")
     lanes state_queue.sh state_best "$@"
     ;;
+add-best)
+    shift
+    snapshot "$BEST_SNAP" "$BEST_COMMIT"
+    export SNAP=$BEST_SNAP OUT=$EXP/add_best QUEUE=$EXP/qab KEEP_BEST=valid_long/accuracy \
+        STEPS=4000 EVAL_EVERY=500 HPARAMS=position_eval=spread \
+        RECORDS=$repo/docs/records/add_best LAST_RECORDS=$repo/docs/records/add JOBS=$ADD_JOBS
+    lanes state_queue.sh add_best "$@"
+    ;;
 status)
     echo "table3: $(done_count "$EXP/q3b" $(table3_jobs "1 2 3" "$TABLE3_ROWS"));" \
         "table3-rerun: $(done_count "$EXP/q3t" $(table3_jobs "$TABLE3_RERUN_SEEDS" t3_base));" \
         "state: $(done_count "$EXP/qs" $(state_jobs));" \
-        "state-best: $(done_count "$EXP/qsb" $(state_jobs "$BEST_ORDER"))"
+        "state-best: $(done_count "$EXP/qsb" $(state_jobs "$BEST_ORDER"));" \
+        "add-best: $(done_count "$EXP/qab" $ADD_JOBS)"
     for log in "$EXP"/logs/*_lane*.out; do
         [ -e "$log" ] || continue
         echo "$(basename "$log"): $(grep -E ' lane [0-9a-z]+: ' "$log" | tail -n 1)" \
@@ -137,7 +157,7 @@ status)
     done
     ;;
 *)
-    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
     exit 1
     ;;
 esac

@@ -11,6 +11,8 @@
 # (t2t-compare --keep_best) and records that checkpoint's figures; with
 # LAST_RECORDS=L as well, a run whose last checkpoint has no record in L yet
 # gets one there too (the same run read without --keep_best: decoded, not trained).
+# STEPS (12000), EVAL_EVERY (1000) and HPARAMS (t2t-compare --hparams, none) set
+# the budget for another table's rows in the same queue (round 42: addition).
 set -uo pipefail
 here=$(dirname "$0")
 . "$here/env.sh"
@@ -20,13 +22,16 @@ OUT=${OUT:-$EXP/state_table}
 QUEUE=${QUEUE:-$EXP/qs}
 KEEP_BEST=${KEEP_BEST:-}
 LAST_RECORDS=${LAST_RECORDS:-}
+STEPS=${STEPS:-12000}
+EVAL_EVERY=${EVAL_EVERY:-1000}
+HPARAMS=${HPARAMS:-}
 compare() {  # compare <row> <problem> <seed> [flags]: the job's t2t-compare
     local row=$1 problem=$2 seed=$3
     shift 3
     pin "$core" "$BIN/t2t-compare" --problems="$problem" --models="$row" \
-        --random_seed="$seed" --train_steps=12000 --local_eval_frequency=1000 \
+        --random_seed="$seed" --train_steps="$STEPS" --local_eval_frequency="$EVAL_EVERY" \
         --save_checkpoints_steps=250 --greedy_examples=-1 --data_dir="$EXP/algo" \
-        --output_dir="$OUT/seed$seed" "$@"
+        ${HPARAMS:+--hparams="$HPARAMS"} --output_dir="$OUT/seed$seed" "$@"
 }
 state_job() {  # state_job <row>:<problem>:<seed>
     local row=${1%%:*} seed=${1##*:} problem
