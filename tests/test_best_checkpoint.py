@@ -169,20 +169,27 @@ def test_the_split_is_evaluated_though_not_in_eval_splits(small_data, tmp_path):
     assert os.path.exists(tmp_path / "run" / run_dir.METRICS_BEST_FILE)
 
 
-def test_t2t_compare_with_keep_best_prints_and_records_the_best_checkpoints_figures(tmp_path):
+def test_t2t_compare_with_keep_best_prints_and_records_the_best_checkpoints_figures(
+    tmp_path, monkeypatch
+):
     from t2t_lite.data import problem as problem_lib
     from t2t_lite.reproduction import comparison
 
+    # Periodic evaluations of one batch: the choice must read the whole split anyway.
+    monkeypatch.setattr(comparison, "EVAL_STEPS", 1)
     data = str(tmp_path / "d")
     problem_lib.get("test_identity_small").generate_data(data, seed=3)
     config = trainer.TrainConfig(train_steps=6, local_eval_frequency=3, keep_best="dev/loss")
     out, kept = str(tmp_path / "o"), str(tmp_path / "records")
     table = comparison.compare(out, ["ut_length_depth"], ["test_identity_small"], data, config,
-                               greedy_examples=-1, records_dir=kept)  # fmt: skip
+                               hparams="batch_size=48", greedy_examples=-1,
+                               records_dir=kept)  # fmt: skip
     run = os.path.join(out, "test_identity_small", "ut_length_depth")
     chosen = read_json(os.path.join(run, run_dir.METRICS_BEST_FILE))
     step = chosen["step"]
     assert step in (3, 6) and chosen["source"]["keep_best"] == "dev/loss"
+    # Chosen on the whole split: the figure that chose it is the final one of its weights.
+    assert chosen["selected_by"]["value"] == pytest.approx(chosen["dev"]["loss"], rel=1e-5)
     decoded = read_json(os.path.join(run, "greedy_best_test.json"))
     index = os.path.join(run, "best", f"model.ckpt-{step}.index")
     assert decoded["checkpoint"] == f"model.ckpt-{step}"  # best/'s, by its write time:
@@ -197,6 +204,6 @@ def test_t2t_compare_with_keep_best_prints_and_records_the_best_checkpoints_figu
     last = read_json(os.path.join(run, run_dir.METRICS_FILE))
     plain = dataclasses.replace(config, keep_best="")
     table = comparison.compare(out, ["ut_length_depth"], ["test_identity_small"], data, plain,
-                               greedy_examples=-1)  # fmt: skip
+                               hparams="batch_size=48", greedy_examples=-1)  # fmt: skip
     cells = [cell.strip() for cell in table.splitlines()[2].strip("|").split("|")]
     assert cells[2] == f"{last['test']['accuracy']:.2f}"

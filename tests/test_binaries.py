@@ -200,7 +200,7 @@ def test_ctrl_c_and_a_saved_stop_are_one_line_with_the_signal_status(capsys):
                 "--model=transformer",
                 "--hparams_set=transformer_test",
                 "--keep_best=valid_long",
-            ],  # fmt: skip
+            ],
             "--keep_best='valid_long': expected SPLIT/METRIC",
         ),
         (

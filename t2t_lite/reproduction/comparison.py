@@ -147,8 +147,8 @@ def missing_note(missing: list[str]) -> str:
     return f"\n\nNot finished, left out (--missing=skip): {'; '.join(missing)}."
 
 
-# Batches per in-training evaluation of a comparison run (its table reads the
-# final evaluation's figures, which cover each split whole).
+# Batches per in-training evaluation of a comparison run (its table reads the final
+# evaluation's figures, which cover each split whole); --keep_best chooses on whole splits.
 EVAL_STEPS = 20
 
 
@@ -191,7 +191,7 @@ def compare(
     babi = babi_problems(problems)
     if records_dir and babi:
         raise ValueError("--records: not for bAbI tables (their ponder maps read the runs)")
-    config = dataclasses.replace(config, eval_steps=EVAL_STEPS)
+    config = dataclasses.replace(config, eval_steps=-1 if config.keep_best else EVAL_STEPS)
     train = missing == "train"
     names = {entry: key for key, entry in ENTRIES.items()}
 
