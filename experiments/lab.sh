@@ -21,7 +21,7 @@
 #                             docs/records/add for the last checkpoints)
 #   lab.sh status             each queue's done count, each lane's last job and step
 # EXP (/work/t2t_exp) holds everything; TABLE3_SNAP (snapM, 50d93da), STATE_SNAP
-# (snapQ, 9c8aa88) and BEST_SNAP (snapR, 8cdffae) are the snapshots every run of a
+# (snapQ, 9c8aa88) and BEST_SNAP (snapS, ec6d568) are the snapshots every run of a
 # table keeps, so that a table's rows train with one code. A lane appends to
 # $EXP/logs/<queue>_lane<core>.out. Records go to this checkout's docs/records.
 set -euo pipefail
@@ -32,8 +32,8 @@ TABLE3_SNAP=${TABLE3_SNAP:-snapM}
 TABLE3_COMMIT=${TABLE3_COMMIT:-50d93da}
 STATE_SNAP=${STATE_SNAP:-snapQ}
 STATE_COMMIT=${STATE_COMMIT:-9c8aa88}
-BEST_SNAP=${BEST_SNAP:-snapR}
-BEST_COMMIT=${BEST_COMMIT:-8cdffae}
+BEST_SNAP=${BEST_SNAP:-snapS}
+BEST_COMMIT=${BEST_COMMIT:-ec6d568}
 mkdir -p "$EXP/logs"
 TABLE3_RECORDS=$repo/docs/records/translate_gettext
 # The state table with each run's checkpoint chosen on valid_long (round 41), parity first.
