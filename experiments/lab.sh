@@ -19,6 +19,10 @@
 #                             checkpoint on valid_long's char-acc, UT seeds first: runs
 #                             in $EXP/add_best, records docs/records/add_best (and
 #                             docs/records/add for the last checkpoints)
+#   lab.sh length <core>...   the length table (addition, parity, reverse, copy; 4,000
+#                             steps), each run keeping its best checkpoint on
+#                             valid_long's char-acc: runs in $EXP/length_table, records
+#                             docs/records/length_best and docs/records/length (last)
 #   lab.sh status             each queue's done count, each lane's last job and step
 # EXP (/work/t2t_exp) holds everything; TABLE3_SNAP (snapM, 50d93da), STATE_SNAP
 # (snapQ, 9c8aa88) and BEST_SNAP (snapS, ec6d568) are the snapshots every run of a
@@ -44,6 +48,16 @@ BEST_ORDER="algorithmic_parity_binary20 algorithmic_permute_three20"
 # valid_long's char-acc (evaluated every 500 of 4,000 steps).
 ADD_JOBS=$(for r in universal_transformer_randomized transformer_equal_params_randomized; do
     for s in 1 2 3; do echo "$r:algorithmic_addition_decimal40:$s"; done
+done)
+# The length table (round 42): problem by problem, the addition target's first,
+# each problem's five rows seed by seed, evaluated every 1,000 steps.
+LENGTH_JOBS=$(for p in addition_decimal40 parity_binary40 reverse_decimal40 identity_decimal40; do
+    for s in 1 2 3; do
+        for r in ut_length_depth ut_fixed_depth transformer_equal_params \
+            transformer_equal_compute transformer_by_task; do
+            echo "$r:algorithmic_$p:$s"
+        done
+    done
 done)
 # The base's seeds whose runs were lost before their test figures were kept.
 TABLE3_RERUN_SEEDS="1 2"
@@ -144,12 +158,21 @@ add-best)
         RECORDS=$repo/docs/records/add_best LAST_RECORDS=$repo/docs/records/add JOBS=$ADD_JOBS
     lanes state_queue.sh add_best "$@"
     ;;
+length)
+    shift
+    snapshot "$BEST_SNAP" "$BEST_COMMIT"
+    export SNAP=$BEST_SNAP OUT=$EXP/length_table QUEUE=$EXP/ql KEEP_BEST=valid_long/accuracy \
+        STEPS=4000 EVAL_EVERY=1000 RECORDS=$repo/docs/records/length_best \
+        LAST_RECORDS=$repo/docs/records/length JOBS=$LENGTH_JOBS
+    lanes state_queue.sh length "$@"
+    ;;
 status)
     echo "table3: $(done_count "$EXP/q3b" $(table3_jobs "1 2 3" "$TABLE3_ROWS"));" \
         "table3-rerun: $(done_count "$EXP/q3t" $(table3_jobs "$TABLE3_RERUN_SEEDS" t3_base));" \
         "state: $(done_count "$EXP/qs" $(state_jobs));" \
         "state-best: $(done_count "$EXP/qsb" $(state_jobs "$BEST_ORDER"));" \
-        "add-best: $(done_count "$EXP/qab" $ADD_JOBS)"
+        "add-best: $(done_count "$EXP/qab" $ADD_JOBS);" \
+        "length: $(done_count "$EXP/ql" $LENGTH_JOBS)"
     for log in "$EXP"/logs/*_lane*.out; do
         [ -e "$log" ] || continue
         echo "$(basename "$log"): $(grep -E ' lane [0-9a-z]+: ' "$log" | tail -n 1)" \
@@ -157,7 +180,7 @@ status)
     done
     ;;
 *)
-    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
     exit 1
     ;;
 esac
