@@ -100,6 +100,34 @@ def test_the_best_evaluation_keeps_its_checkpoint_and_is_evaluated_at_the_end(sm
     assert all(np.array_equal(w.numpy(), v) for w, v in zip(t.model.weights, newest, strict=True))
 
 
+@pytest.mark.parametrize(("fake", "best_step"), [({2: 0.5, 4: 0.6, 6: 0.7, 8: 0.9}, 8),
+                                                 ({2: 0.5, 4: 0.9, 6: 0.7, 8: 0.8}, 4)])  # fmt: skip
+def test_on_whole_splits_the_final_evaluation_is_the_last_steps_candidacy(
+    small_data, tmp_path, fake, best_step
+):
+    out = tmp_path / "run"
+    t = make_trainer(small_data, str(out), 8, fake=fake, keep_best="dev/fake", eval_steps=-1)
+    calls, evaluated = considered(t), []
+    measure = t._split_metrics
+
+    def counting(split, max_steps):
+        evaluated.append((split, int(t.step.numpy())))
+        return measure(split, max_steps)
+
+    t._split_metrics = counting
+    t.train()
+    assert [step for step, _ in calls] == [2, 4, 6, 8]
+    # dev at 2, 4 and 6, then every split once at 8; the best again only if it is not 8.
+    again = [("dev", 8), ("test", 8)] if best_step != 8 else []
+    assert evaluated == [("dev", 2), ("dev", 4), ("dev", 6), ("dev", 8), ("test", 8), *again]
+    last = read_json(out / run_dir.METRICS_FILE)
+    chosen = read_json(out / run_dir.METRICS_BEST_FILE)
+    assert chosen["step"] == best_step and chosen["selected_by"]["value"] == fake[best_step]
+    assert (chosen["test"] == last["test"]) == (best_step == 8)
+    newest = restored(out, out / "model.ckpt-8")
+    assert all(np.array_equal(w.numpy(), v) for w, v in zip(t.model.weights, newest, strict=True))
+
+
 def test_a_lower_is_better_metric_and_a_tie_keeps_the_earlier_step():
     loss = best.Spec.parse("valid_long/loss")
     assert loss.better(0.5, 0.6) and not loss.better(0.6, 0.5) and not loss.better(0.5, 0.5)

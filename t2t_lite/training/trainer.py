@@ -179,8 +179,8 @@ class Trainer:
                 "run the same command again to resume from it",
                 reason,
             )
-        if self.best is not None:  # the last step is a candidate too
-            split = self.best.spec.split
+        if self.best is not None and config.eval_steps >= 0:  # the last step is a candidate
+            split = self.best.spec.split  # (on whole splits, by the final evaluation)
             metrics = self._split_metrics(split, config.eval_steps)
             logging.info("eval %s at step %d (--keep_best): %s", split, step, _line(metrics))
             self.best.consider(step, metrics)
@@ -315,32 +315,34 @@ class Trainer:
             for split in sorted(self.problem.splits)
             if split != problem_lib.TRAIN
         }
+        if self.best is not None and self.config.eval_steps < 0:  # the last step's candidacy
+            self.best.consider(step, results[self.best.spec.split])
+        # What the figures came from, so a reader can refuse stale ones.
+        source = {
+            "data_dir": files.absolute(self.data_dir),
+            "data_stamp": self.problem.data_stamp(self.data_dir),
+            "random_seed": self.config.random_seed,
+            "train_minutes": self.config.train_minutes,
+            "stopped_by": stopped_by,
+        }
         if self.chief:
             path = os.path.join(self.output_dir, METRICS_FILE)
-            # What the figures came from, so a reader can refuse stale ones.
-            source = {
-                "data_dir": files.absolute(self.data_dir),
-                "data_stamp": self.problem.data_stamp(self.data_dir),
-                "random_seed": self.config.random_seed,
-                "train_minutes": self.config.train_minutes,
-                "stopped_by": stopped_by,
-            }
             record = {"step": step, run_dir.METRICS_SOURCE: source, **results}
             files.write_atomically(path, files.strict_json(record))
         if self.best is not None and self.best.path:
-            self._evaluate_best(source)
+            self._evaluate_best(source, step, results)
         return results
 
-    def _evaluate_best(self, source: dict) -> None:
+    def _evaluate_best(self, source: dict, step: int, last: dict) -> None:
         """Evaluates best/'s checkpoint on every non-train split in full into
         metrics_best.json (no summaries: the curves are the run's), then puts the
-        newest checkpoint's weights back."""
-        checkpoints.restore_model(self.model, self.best.path)
-        results = {
-            split: self._split_metrics(split, max_steps=-1)
-            for split in sorted(self.problem.splits)
-            if split != problem_lib.TRAIN
-        }
+        newest checkpoint's weights back; the last step's figures (`last`, of
+        `step`) serve when it is the best."""
+        results = last
+        if self.best.step != step:
+            checkpoints.restore_model(self.model, self.best.path)
+            results = {split: self._split_metrics(split, max_steps=-1) for split in last}
+            checkpoints.restore_model(self.model, self._good_checkpoint)
         for split, metrics in results.items():
             logging.info("eval %s of the best, step %d: %s", split, self.best.step, _line(metrics))
         if self.chief:
@@ -349,7 +351,6 @@ class Trainer:
                       run_dir.METRICS_SOURCE: {**source, "keep_best": str(self.best.spec)},
                       **results}  # fmt: skip
             files.write_atomically(path, files.strict_json(record))
-        checkpoints.restore_model(self.model, self._good_checkpoint)
 
 
 def _line(metrics: dict[str, float]) -> str:
