@@ -25,8 +25,8 @@
 #                             docs/records/length_best and docs/records/length (last)
 #   lab.sh status             each queue's done count, each lane's last job and step
 # EXP (/work/t2t_exp) holds everything; TABLE3_SNAP (snapM, 50d93da), STATE_SNAP
-# (snapQ, 9c8aa88) and BEST_SNAP (snapS, ec6d568) are the snapshots every run of a
-# table keeps, so that a table's rows train with one code. A lane appends to
+# (snapQ, 9c8aa88), BEST_SNAP (snapS, ec6d568) and LENGTH_SNAP (snapT, d223314) are
+# the snapshots every run of a table keeps, so that a table's rows train with one code. A lane appends to
 # $EXP/logs/<queue>_lane<core>.out. Records go to this checkout's docs/records.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,6 +38,8 @@ STATE_SNAP=${STATE_SNAP:-snapQ}
 STATE_COMMIT=${STATE_COMMIT:-9c8aa88}
 BEST_SNAP=${BEST_SNAP:-snapS}
 BEST_COMMIT=${BEST_COMMIT:-ec6d568}
+LENGTH_SNAP=${LENGTH_SNAP:-snapT}
+LENGTH_COMMIT=${LENGTH_COMMIT:-d223314}
 mkdir -p "$EXP/logs"
 TABLE3_RECORDS=$repo/docs/records/translate_gettext
 # The state table with each run's checkpoint chosen on valid_long (round 41), parity first.
@@ -160,8 +162,8 @@ add-best)
     ;;
 length)
     shift
-    snapshot "$BEST_SNAP" "$BEST_COMMIT"
-    export SNAP=$BEST_SNAP OUT=$EXP/length_table QUEUE=$EXP/ql KEEP_BEST=valid_long/accuracy \
+    snapshot "$LENGTH_SNAP" "$LENGTH_COMMIT"
+    export SNAP=$LENGTH_SNAP OUT=$EXP/length_table QUEUE=$EXP/ql KEEP_BEST=valid_long/accuracy \
         STEPS=4000 EVAL_EVERY=1000 RECORDS=$repo/docs/records/length_best \
         LAST_RECORDS=$repo/docs/records/length JOBS=$LENGTH_JOBS
     lanes state_queue.sh length "$@"
