@@ -235,3 +235,28 @@ def test_t2t_compare_with_keep_best_prints_and_records_the_best_checkpoints_figu
                                hparams="batch_size=48", greedy_examples=-1)  # fmt: skip
     cells = [cell.strip() for cell in table.splitlines()[2].strip("|").split("|")]
     assert cells[2] == f"{last['test']['accuracy']:.2f}"
+
+
+def test_t2t_compare_reads_a_best_checkpoint_before_the_last_step_as_finished(
+    tmp_path, monkeypatch
+):
+    from t2t_lite.data import problem as problem_lib
+    from t2t_lite.reproduction import comparison
+
+    # No later evaluation improves: the first one, step 3 of 6, is the best.
+    monkeypatch.setattr(best.Spec, "better", lambda self, value, than: False)
+    data = str(tmp_path / "d")
+    problem_lib.get("test_identity_small").generate_data(data, seed=3)
+    config = trainer.TrainConfig(train_steps=6, local_eval_frequency=3, keep_best="dev/loss")
+    out, kept = str(tmp_path / "o"), str(tmp_path / "records")
+    table = comparison.compare(out, ["ut_length_depth"], ["test_identity_small"], data, config,
+                               greedy_examples=-1, records_dir=kept)  # fmt: skip
+    run = os.path.join(out, "test_identity_small", "ut_length_depth")
+    chosen = read_json(os.path.join(run, run_dir.METRICS_BEST_FILE))
+    assert chosen["step"] == 3 and "left out" not in table
+    decoded = read_json(os.path.join(run, "greedy_best_test.json"))
+    assert decoded["checkpoint"] == "model.ckpt-3"
+    cells = [cell.strip() for cell in table.splitlines()[2].strip("|").split("|")]
+    assert cells[2] == f"{chosen['test']['accuracy']:.2f}"
+    record = read_json(os.path.join(kept, "test_identity_small", "ut_length_depth", "seed1.json"))
+    assert record["results"]["test"]["accuracy"] == chosen["test"]["accuracy"]

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 from conftest import compare_one_row, entry_experiment
 
-from t2t_lite.reproduction import comparison, seed_stats
+from t2t_lite.reproduction import comparison, finished, seed_stats
 
 
 def results(char, seq, dev_seq, ponder=None):
@@ -111,33 +111,33 @@ def test_finished_runs_are_reused_only_for_the_same_experiment_data_and_seed(tmp
 
     data = str(tmp_path / "data")
     run = finished_run(tmp_path, resolve(), data, seed=1)
-    assert comparison._finished(run, resolve(), data, config()) == {"dev": {"accuracy": 1.0}}
-    assert comparison._finished(run, resolve(), data, config(steps=6)) is None  # resumes
+    assert finished.figures(run, resolve(), data, config()) == {"dev": {"accuracy": 1.0}}
+    assert finished.figures(run, resolve(), data, config(steps=6)) is None  # resumes
     # Other hparams: the trainer's own refusal, before any figure is read.
     with pytest.raises(ValueError, match="different experiment .differs in: hparams.num_heads"):
-        comparison._finished(run, resolve("num_heads=4"), data, config())
+        finished.figures(run, resolve("num_heads=4"), data, config())
     with pytest.raises(ValueError, match="data_dir='.*data', not data_dir='.*other'"):
-        comparison._finished(run, resolve(), str(tmp_path / "other"), config())
+        finished.figures(run, resolve(), str(tmp_path / "other"), config())
     with pytest.raises(ValueError, match="random_seed=1, not random_seed=2; use a new --output"):
-        comparison._finished(run, resolve(), data, config(seed=2))
-    assert comparison._finished(str(tmp_path / "missing"), resolve(), data, config()) is None
+        finished.figures(run, resolve(), data, config(seed=2))
+    assert finished.figures(str(tmp_path / "missing"), resolve(), data, config()) is None
     with pytest.raises(ValueError, match="train_minutes=0.0, not train_minutes=2.0"):
-        comparison._finished(run, resolve(), data, config(minutes=2.0))
+        finished.figures(run, resolve(), data, config(minutes=2.0))
     # At equal time: a run that spent its budget before train_steps is finished.
     timed = finished_run(tmp_path, resolve(), data, 1, step=3, minutes=2.0, by="time budget")
-    assert comparison._finished(timed, resolve(), data, config(minutes=2.0)) is not None
+    assert finished.figures(timed, resolve(), data, config(minutes=2.0)) is not None
     stopped = finished_run(tmp_path, resolve(), data, 1, step=3, minutes=2.0)  # not its budget
-    assert comparison._finished(stopped, resolve(), data, config(minutes=2.0)) is None
+    assert finished.figures(stopped, resolve(), data, config(minutes=2.0)) is None
     # Figures that do not say where they came from are evaluated again.
     old = finished_run(tmp_path, resolve(), data, seed=1, source=False)
-    assert comparison._finished(old, resolve(), data, config()) is None
+    assert finished.figures(old, resolve(), data, config()) is None
     # Data regenerated in the same directory: the figures are taken again.
     run = finished_run(tmp_path, resolve(), data, seed=1)
     problem = resolve().build_problem()
     os.makedirs(data)
     with open(problem.data_files(data)[0], "wb") as shard:
         shard.write(b"regenerated")
-    assert comparison._finished(run, resolve(), data, config()) is None
+    assert finished.figures(run, resolve(), data, config()) is None
 
 
 def test_rerun_with_other_hparams_refuses_instead_of_printing_the_old_figures(

@@ -7,7 +7,6 @@ and `markdown_table` sets the results beside the paper's numbers.
 """
 
 import dataclasses
-import json
 import os
 
 import tensorflow as tf
@@ -17,9 +16,10 @@ from t2t_lite import experiment, files, run_lock
 from t2t_lite import run_dir as run_dir_lib
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.reproduction import babi_report, greedy, lead, records, seed_stats, translation
+from t2t_lite.reproduction import finished as finished_lib
 from t2t_lite.reproduction.entries import ENTRIES, Entry, parse_entries
 from t2t_lite.reproduction.paper import paper_figures, task_of
-from t2t_lite.run_dir import BEST_DIR, METRICS_BEST_FILE, METRICS_FILE, METRICS_SOURCE
+from t2t_lite.run_dir import BEST_DIR
 from t2t_lite.training import trainer
 from t2t_lite.visualization import curves, plots
 
@@ -87,13 +87,13 @@ def run(
             run_dir = os.path.join(base, problem, keys[entry])
             seeded = dataclasses.replace(config, random_seed=seed)
             run_dirs.append(run_dir)
-            finished = _finished(run_dir, exp, data_dir, seeded)
+            finished = finished_lib.figures(run_dir, exp, data_dir, seeded)
             if finished is None and train and (problem, entry, seed) not in kept:
                 finished = trainer.train(exp, data_dir, run_dir, seeded)
             elif finished is None and _trained_through(run_dir, seeded):
                 finished = _evaluate(exp, data_dir, run_dir, seeded)
             if finished is not None and config.keep_best:  # the best checkpoint's figures
-                finished = _finished(run_dir, exp, data_dir, seeded)
+                finished = finished_lib.figures(run_dir, exp, data_dir, seeded)
             results.append(finished)
         row = {"problem": problem, "entry": entry}
         if len(seeds) == 1:
@@ -247,50 +247,6 @@ def add_greedy(
                                       name="greedy_best" if best else "greedy")  # fmt: skip
             results[split]["greedy_accuracy"] = decoded["char_accuracy"]
             results[split]["greedy_sequence_accuracy"] = decoded["sequence_accuracy"]
-
-
-def _finished(
-    run_dir: str, exp: experiment.Experiment, data_dir: str, config: trainer.TrainConfig
-) -> dict | None:
-    """The metrics of a run of `exp` that already reached config.train_steps (or
-    spent config.train_minutes) on data_dir with config's seed, else None (the
-    trainer resumes or re-evaluates it).
-
-    A run directory that holds another experiment, or figures of another data
-    dir or seed, is refused with one line: its figures would be stale. Figures
-    taken before the data dir's files were rewritten are taken again.
-    """
-    exp.check_matches(run_dir)  # another model, problem or hparams: ValueError
-    path = os.path.join(run_dir, METRICS_BEST_FILE if config.keep_best else METRICS_FILE)
-    if not tf.io.gfile.exists(path):
-        return None
-    metrics = json.loads(files.read_text(path))
-    step = metrics.pop("step", None)
-    source = metrics.pop(METRICS_SOURCE, None)
-    if source is None:  # written before metrics.json named its source: evaluate again
-        logging.info("%s names no data_dir; evaluating its checkpoint on %s.", path, data_dir)
-        return None
-    wanted = {
-        "data_dir": files.absolute(data_dir),
-        "random_seed": config.random_seed,
-        "train_minutes": config.train_minutes,
-        **({"keep_best": config.keep_best} if config.keep_best else {}),
-    }
-    differs = [key for key in sorted(wanted) if source.get(key) != wanted[key]]
-    if differs:
-        found = ", ".join(f"{key}={source.get(key)!r}" for key in differs)
-        asked = ", ".join(f"{key}={wanted[key]!r}" for key in differs)
-        raise ValueError(
-            f"{run_dir!r} holds a finished run with {found}, not {asked}; "
-            "use a new --output_dir or the same flags"
-        )
-    if source.get("data_stamp") != exp.build_problem().data_stamp(data_dir):
-        logging.info("%s: the data files changed since; evaluating its checkpoint again.", path)
-        return None
-    budget_spent = config.train_minutes and source.get("stopped_by") == "time budget"
-    if step != config.train_steps and not budget_spent:
-        return None  # the trainer resumes it
-    return metrics
 
 
 def _trained_through(run_dir: str, config: trainer.TrainConfig) -> bool:
