@@ -15,7 +15,8 @@
 #                             runs in $EXP/state_best, records docs/records/algo_best
 #                             (and docs/records/algo for a last checkpoint not recorded)
 #   lab.sh add-best <core>...  addition's UT and its same-size Transformer (spread
-#                             positions, 4,000 steps), each run keeping its best
+#                             positions, 4,000 steps; seeds ADD_SEEDS, default
+#                             1 2 3), each run keeping its best
 #                             checkpoint on valid_long's char-acc, UT seeds first: runs
 #                             in $EXP/add_best, records docs/records/add_best (and
 #                             docs/records/add for the last checkpoints)
@@ -48,8 +49,9 @@ BEST_ORDER="algorithmic_parity_binary20 algorithmic_permute_three20"
 # Addition's target (round 42): the addition table's UT and its same-size
 # Transformer, read on training's positions, each run's checkpoint chosen on
 # valid_long's char-acc (evaluated every 500 of 4,000 steps).
+# ADD_SEEDS (1 2 3) names the seeds: ADD_SEEDS=4 is the held-out seed (round 43).
 ADD_JOBS=$(for r in universal_transformer_randomized transformer_equal_params_randomized; do
-    for s in 1 2 3; do echo "$r:algorithmic_addition_decimal40:$s"; done
+    for s in ${ADD_SEEDS:-1 2 3}; do echo "$r:algorithmic_addition_decimal40:$s"; done
 done)
 # The length table (round 42): problem by problem, the addition target's first,
 # each problem's five rows seed by seed, evaluated every 1,000 steps.
@@ -182,7 +184,7 @@ status)
     done
     ;;
 *)
-    sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
     exit 1
     ;;
 esac
