@@ -183,3 +183,61 @@ def test_an_algorithmic_table_prints_from_its_records_and_trains_them_no_more(
     assert not os.path.exists(os.path.join(out, "curves.png"))
     assert table(train_steps=6) == first  # another budget: trained again, no record read
     assert len(trained) == 4
+
+
+def _trained_run(run_dir: str, step: int, seconds: float, dev_curve: list) -> None:
+    """A run directory as the trainer leaves it, as far as a record reads it: a
+    checkpoint's index, train_time.json and evaluation events of dev and valid_long."""
+    tf.io.gfile.makedirs(run_dir)
+    with tf.io.gfile.GFile(os.path.join(run_dir, f"model.ckpt-{step}.index"), "w") as f:
+        f.write("")
+    with tf.io.gfile.GFile(os.path.join(run_dir, "train_time.json"), "w") as f:
+        f.write(json.dumps({str(step): seconds}))
+    for split, curve in (("dev", dev_curve), ("valid_long", [(step, 0.25)])):
+        writer = tf.summary.create_file_writer(os.path.join(run_dir, f"eval_{split}"))
+        with writer.as_default():
+            for at, accuracy in curve:
+                tf.summary.scalar("accuracy", accuracy, step=at)
+                tf.summary.scalar("loss", 1.0 - accuracy, step=at)
+        writer.close()
+
+
+def test_a_record_keeps_the_runs_training_time_and_curves_and_a_table_draws_them(
+    tmp_path, monkeypatch
+):
+    problem = problem_lib.get(PROBLEM)
+    data = str(tmp_path / "data")
+    _write(problem, data, [b"shard"] * len(problem.data_files(data)))
+
+    def train(exp, data_dir, run_dir, config):  # seed k: k * 100 seconds, dev 0.5 then 0.5 + k/10
+        k = config.random_seed
+        _trained_run(run_dir, 5, 100.0 * k, [(5, 0.5 + k / 10), (2, 0.5)])
+        return _results(0.3 + k / 10)
+
+    monkeypatch.setattr(comparison.trainer, "train", train)
+    kept, out = str(tmp_path / "records"), str(tmp_path / "out")
+
+    def table():
+        return comparison.compare(out, ["transformer"], [PROBLEM], data, TrainConfig(train_steps=5),
+                                  ["1", "2"], records_dir=kept)  # fmt: skip
+
+    first = table()
+    path = os.path.join(kept, PROBLEM, "transformer", "seed2.json")
+    record = json.loads(tf.io.gfile.GFile(path).read())
+    assert record["train_seconds"] == 200.0
+    assert record["curves"]["dev"]["accuracy"] == [[2, 0.5], [5, pytest.approx(0.7)]]
+    assert record["curves"]["valid_long"]["loss"] == [[5, 0.75]]
+    assert record["results"]["test"]["accuracy"] == pytest.approx(0.5)
+    before = tf.io.gfile.GFile(path, "rb").read()
+
+    tf.io.gfile.rmtree(out)  # the runs are gone: the records stand in, with their curves
+    curves_png = os.path.join(out, "curves.png")
+    second = table()
+    assert second.startswith(first) and "Read from records" in second
+    assert os.path.exists(curves_png)
+    row = {"recorded": {"r": record}}
+    assert records.recorded_curves(row, "r")["accuracy"] == [(2, 0.5), (5, pytest.approx(0.7))]
+    assert records.recorded_curves(row, "elsewhere") == {}
+    # Printed from the records, they are left as they were (the trail not dropped).
+    assert tf.io.gfile.GFile(path, "rb").read() == before
+    assert records.run_trail(str(tmp_path / "no run")) == {}

@@ -342,11 +342,13 @@ def write_plots(rows: list[dict], output_dir: str, long_split: str = "test") -> 
     for row in rows:
         label = f"{task_of(row['problem']) or row['problem']}, {row['entry'].label}"
         for seed, run_dir, _ in seed_stats.runs(row):  # several seeds: a curve each
-            if not tf.io.gfile.exists(run_dir):  # read from a record: no curve
-                continue
-            runs[label if seed is None else f"{label}, seed {seed}"] = curves.eval_curves(run_dir)
+            name = label if seed is None else f"{label}, seed {seed}"
+            if tf.io.gfile.exists(run_dir):
+                runs[name] = curves.eval_curves(run_dir)
+            elif kept := records.recorded_curves(row, run_dir):  # read from a record
+                runs[name] = kept
     curves_path = os.path.join(output_dir, "curves.png")
-    if not runs:  # every run read from a record: no curve to draw, none left of others
+    if not runs:  # no curve to draw (runs read from records without one), none left of others
         if tf.io.gfile.exists(curves_path):
             tf.io.gfile.remove(curves_path)
         return [table_path]

@@ -15,7 +15,10 @@ lost with a machine, or not finished) prints the record instead when all of
 that matches, and names the runs it read from records. A finished run's own
 figures always win, and rewrite its record. The other comparisons (the
 algorithmic and Learning to Execute tables) keep each run's final metrics
-the same way (`RunRecords`), in DIR/<problem>/<entry>/seed<k>.json.
+the same way (`RunRecords`), in DIR/<problem>/<entry>/seed<k>.json, with
+the run's trail beside them (`run_trail`: its training seconds and its
+periodic evaluations), so that a notebook can cite a run's wall time and
+curves, and curves.png draw them, once its directory is gone.
 """
 
 import dataclasses
@@ -25,10 +28,12 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite import files
+from t2t_lite import checkpoints, files
 from t2t_lite import hparams as hparams_lib
+from t2t_lite import run_dir as run_dir_lib
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.reproduction.translation import ROWS, Figures, Row
+from t2t_lite.visualization import curves
 
 RECORD_FILE = "seed{seed}.json"
 
@@ -115,8 +120,10 @@ class Records:
         )
 
 
-def _results(body: dict) -> dict:
-    return dict(body["results"])
+def _body(body: dict) -> dict:
+    if not isinstance(body["results"], dict):
+        raise TypeError("its results are not an object")
+    return dict(body)
 
 
 def _figures(body: dict) -> Figures:
@@ -206,16 +213,47 @@ class RunRecords:
                            greedy_examples=self.greedy_examples, data=self.data[problem],
                            **best)  # fmt: skip
 
-    def keep(self, problem: str, key: str, exp, seed: int, results: dict) -> None:
+    def keep(self, problem: str, key: str, exp, seed: int, results: dict, trail=None) -> None:
+        """Writes the run's final metrics, and its trail (`run_trail`) beside them."""
         path = self.path(problem, key, seed)
-        _write(path, self.depends_on(problem, exp, seed), {"results": results})
+        body = {"results": results, **(trail or {})}
+        _write(path, self.depends_on(problem, exp, seed), body)
 
     def recall(self, problem: str, key: str, exp, seed: int) -> dict | None:
-        """The recorded final metrics of that run, or None (none, or another's)."""
+        """The record of that run, {"results": final metrics, and its trail where
+        it has one}, or None (none, or another's)."""
         if not self.data[problem]:  # its data is missing: no record can be its
             return None
         wanted = self.depends_on(problem, exp, seed)
-        return _read(self.path(problem, key, seed), wanted, _results, type(exp.hparams))
+        return _read(self.path(problem, key, seed), wanted, _body, type(exp.hparams))
+
+
+def run_trail(directory: str) -> dict:
+    """What a finished run's record keeps beside its figures: the seconds it
+    trained to its newest checkpoint ("train_seconds"; resumed runs' sessions
+    added up) and its periodic evaluations ("curves": split -> metric ->
+    [[step, value], ...], from its eval_<split>/ events). {} where the run
+    directory is not here."""
+    try:
+        step = int(checkpoints.latest(directory).rsplit("-", 1)[1])
+    except FileNotFoundError:  # no run (or no checkpoint) here: nothing to keep
+        return {}
+    evaluated = {
+        split: curves.eval_curves(directory, split) for split in curves.eval_splits(directory)
+    }
+    return {
+        "train_seconds": run_dir_lib.trained_seconds(directory, step),
+        "curves": {split: {metric: [list(point) for point in points]
+                           for metric, points in metrics.items()}
+                   for split, metrics in evaluated.items() if metrics},
+    }  # fmt: skip
+
+
+def recorded_curves(row: dict, directory: str, split: str = "dev") -> dict:
+    """The `split` curves (metric -> [(step, value)]) that the record read in
+    place of the run in `directory` keeps ({}: none; `recall_runs` put it there)."""
+    kept = row.get("recorded", {}).get(directory, {}).get("curves", {}).get(split, {})
+    return {metric: [tuple(point) for point in points] for metric, points in kept.items()}
 
 
 def note(directory: str, runs: list[str]) -> str:
@@ -225,22 +263,24 @@ def note(directory: str, runs: list[str]) -> str:
     return f"\n\nRead from records ({directory}; their runs are not here): {'; '.join(runs)}."
 
 
-def _runs_of(row: dict, seed: int) -> list[tuple[int, int | None]]:
-    """(index, seed) per run of a comparison row (`comparison.run`'s); a single
-    run's seed is `seed`, its index None."""
+def _runs_of(row: dict, seed: int) -> list[tuple[int | None, int, str]]:
+    """(index, seed, run directory) per run of a comparison row (`comparison.run`'s);
+    a single run's seed is `seed`, its index None."""
     if "run_dirs" not in row:
-        return [(None, seed)]
-    return list(enumerate(row["seeds"]))
+        return [(None, seed, row["run_dir"])]
+    return [(i, s, d) for i, (s, d) in enumerate(zip(row["seeds"], row["run_dirs"], strict=True))]
 
 
 def recall_runs(store: RunRecords, rows: list[dict], names: dict, experiment_of, seed: int):
     """Fills each run of `rows` that has no figures with its record, where one
-    matches -> ("problem entry[ seed k]" per run read from records). names: each
+    matches -> ("problem entry[ seed k]" per run read from records). The whole
+    record goes into the row's "recorded" (run directory -> record: its trail
+    for `recorded_curves`, and `keep_runs` leaves it as it is). names: each
     entry's run name; experiment_of(problem, entry): its Experiment."""
     recalled = []
     for row in rows:
         problem, entry = row["problem"], row["entry"]
-        for index, run_seed in _runs_of(row, seed):
+        for index, run_seed, directory in _runs_of(row, seed):
             results = row["results"] if index is None else row["results"][index]
             if results is not None:
                 continue
@@ -248,22 +288,27 @@ def recall_runs(store: RunRecords, rows: list[dict], names: dict, experiment_of,
             found = store.recall(problem, names[entry], exp, run_seed)
             if found is None:
                 continue
+            row.setdefault("recorded", {})[directory] = found
             if index is None:
-                row["results"] = found
+                row["results"] = dict(found["results"])
             else:
-                row["results"][index] = found
+                row["results"][index] = dict(found["results"])
             suffix = "" if index is None else f" seed {run_seed}"
             recalled.append(f"{problem} {names[entry]}{suffix}")
     return recalled
 
 
 def keep_runs(store: RunRecords, rows: list[dict], names: dict, experiment_of, seed: int):
-    """Keeps every run's figures of `rows` (finished ones: `comparison.finished_only`)."""
+    """Keeps every run's figures of `rows` (finished ones: `comparison.finished_only`)
+    with its trail; a run read from its record leaves the record as it is."""
     for row in rows:
         problem, entry = row["problem"], row["entry"]
-        for index, run_seed in _runs_of(row, seed):
+        for index, run_seed, directory in _runs_of(row, seed):
+            if directory in row.get("recorded", {}):
+                continue
             results = row["results"] if index is None else row["results"][index]
-            store.keep(problem, names[entry], experiment_of(problem, entry), run_seed, results)
+            exp = experiment_of(problem, entry)
+            store.keep(problem, names[entry], exp, run_seed, results, run_trail(directory))
 
 
 def recorded_runs(store, problems, entries, seeds, names, experiment_of) -> frozenset:

@@ -28,3 +28,9 @@ def eval_curves(run_dir: str, split: str = "dev") -> dict[str, list[tuple[int, f
     """A run's evaluations of `split` over steps: loss, accuracy, sequence_accuracy."""
     scalars = read_scalars(os.path.join(run_dir, f"eval_{split}"))
     return {metric: scalars[metric] for metric in CURVE_METRICS if metric in scalars}
+
+
+def eval_splits(run_dir: str) -> list[str]:
+    """The splits a run evaluated during training (its eval_<split>/ directories)."""
+    found = tf.io.gfile.glob(os.path.join(run_dir, "eval_*"))
+    return sorted(os.path.basename(path)[len("eval_") :] for path in found)
