@@ -26,8 +26,9 @@
 #                             docs/records/length_best and docs/records/length (last)
 #   lab.sh status             each queue's done count, each lane's last job and step
 # EXP (/work/t2t_exp) holds everything; TABLE3_SNAP (snapM, 50d93da), STATE_SNAP
-# (snapQ, 9c8aa88), BEST_SNAP and LENGTH_SNAP (snapU, 42a2cab) are
-# the snapshots every run of a table keeps, so that a table's rows train with one code. A lane appends to
+# (snapQ, 9c8aa88), BEST_SNAP and LENGTH_SNAP (snapV, 80191db: snapU's training, records
+# with each run's trail) are the snapshots every run of a table keeps, so that a table's
+# rows train with one code. A lane appends to
 # $EXP/logs/<queue>_lane<core>.out. Records go to this checkout's docs/records.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,10 +38,10 @@ TABLE3_SNAP=${TABLE3_SNAP:-snapM}
 TABLE3_COMMIT=${TABLE3_COMMIT:-50d93da}
 STATE_SNAP=${STATE_SNAP:-snapQ}
 STATE_COMMIT=${STATE_COMMIT:-9c8aa88}
-BEST_SNAP=${BEST_SNAP:-snapU}
-BEST_COMMIT=${BEST_COMMIT:-42a2cab}
-LENGTH_SNAP=${LENGTH_SNAP:-snapU}
-LENGTH_COMMIT=${LENGTH_COMMIT:-42a2cab}
+BEST_SNAP=${BEST_SNAP:-snapV}
+BEST_COMMIT=${BEST_COMMIT:-80191db}
+LENGTH_SNAP=${LENGTH_SNAP:-snapV}
+LENGTH_COMMIT=${LENGTH_COMMIT:-80191db}
 mkdir -p "$EXP/logs"
 TABLE3_RECORDS=$repo/docs/records/translate_gettext
 # The state table with each run's checkpoint chosen on valid_long (round 41), parity first.
@@ -184,7 +185,7 @@ status)
     done
     ;;
 *)
-    sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'
     exit 1
     ;;
 esac
