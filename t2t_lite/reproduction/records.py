@@ -28,11 +28,11 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite import checkpoints, files
+from t2t_lite import files
 from t2t_lite import hparams as hparams_lib
 from t2t_lite import run_dir as run_dir_lib
 from t2t_lite.data import problem as problem_lib
-from t2t_lite.reproduction.translation import ROWS, Figures, Row
+from t2t_lite.reproduction.translation import ROWS, Figures, Row, trained_steps
 from t2t_lite.visualization import curves
 
 RECORD_FILE = "seed{seed}.json"
@@ -235,7 +235,7 @@ def run_trail(directory: str) -> dict:
     [[step, value], ...], from its eval_<split>/ events). {} where the run
     directory is not here."""
     try:
-        step = int(checkpoints.latest(directory).rsplit("-", 1)[1])
+        step = trained_steps(directory)
     except FileNotFoundError:  # no run (or no checkpoint) here: nothing to keep
         return {}
     evaluated = {
