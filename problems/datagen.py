@@ -10,6 +10,10 @@ from t2t_lite import files, run_lock
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
 
+# The generation seed of t2t-datagen's default and of a trainer that generates
+# missing data: a trainer's own --random_seed never changes the data.
+DEFAULT_SEED = 1
+
 
 @contextlib.contextmanager
 def data_dir_lock(data_dir: str) -> Iterator[None]:
@@ -28,7 +32,7 @@ def data_dir_lock(data_dir: str) -> Iterator[None]:
 def generate(
     name: str,
     data_dir: str,
-    seed: int = 1,
+    seed: int = DEFAULT_SEED,
     train_files: list[str] | None = None,
     dev_files: list[str] | None = None,
     vocab_size: int = 0,

@@ -334,3 +334,40 @@ def test_engine_loads_a_conversion_on_another_filesystem_from_a_local_copy(tmp_p
     assert "://" not in local and sorted(os.listdir(local)) == ["config.json", "model.bin"]
     with open(os.path.join(local, "model.bin"), "rb") as f:
         assert f.read() == b"\x00\x01weights"
+
+
+def test_both_engines_hold_an_output_that_never_ends_to_its_own_input_length(tmp_path):
+    """A model that never emits EOS: the softmax's EOS column is zero and two
+    other columns are opposite, so for any decoder state one of them has a
+    logit above EOS's 0. The TensorFlow Decoder stops each line at its own
+    length + extra_length symbols; the CTranslate2 engine, batching lines of
+    other lengths together, writes the same ids and the same scores."""
+    from t2t_lite.export import ctranslate2_engine
+
+    exp = experiment.Experiment.resolve(
+        "transformer", "test_identity_small", "transformer_algorithmic_tiny",
+        "hidden_size=32,filter_size=48,num_heads=4,shared_embedding_and_softmax_weights=false",
+    )  # fmt: skip
+    vocab_size = 12
+    model = exp.build_model(vocab_size)
+    checkpoints.build_model(model)
+    matrix = model.softmax.weights_matrix
+    columns = matrix.numpy()  # [V, C]
+    columns[sequences.EOS_ID] = 0.0
+    columns[3] = -columns[2]
+    matrix.assign(columns)
+    tokens = [sequences.PAD_TOKEN, sequences.EOS_TOKEN] + [f"s{i}" for i in range(vocab_size - 2)]
+    hp = decoder_lib.DecodeHParams(extra_length=5, batch_size=8)
+    ctranslate2_model.write(model, tokens, hp.max_output_positions + 1, str(tmp_path))
+    engine = ctranslate2_engine.Ctranslate2Decoder(
+        ctranslate2.Translator(str(tmp_path), device="cpu"), tokens, hp
+    )
+    rng = np.random.default_rng(3)
+    inputs = [rng.integers(2, vocab_size, n).tolist() for n in (1, 7, 3, 15, 2)]
+    ours = decoder_lib.Decoder(model, hp).decode_ids(inputs)
+    theirs = engine.decode_ids(inputs)
+    for source, [(ids, score)], [(their_ids, their_score)] in zip(inputs, ours, theirs,
+                                                                  strict=True):  # fmt: skip
+        assert len(ids) == len(source) + hp.extra_length  # never ended: held at its limit
+        assert their_ids == ids
+        assert their_score == pytest.approx(score, abs=1e-3)

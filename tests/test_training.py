@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import os
 
@@ -288,3 +289,74 @@ def test_the_learning_rate_decays_to_zero_at_the_budgets_end(small_data, tmp_pat
         make_trainer(
             small_data, str(tmp_path / "bad"), 4, HPARAMS + ",learning_rate_decay_steps=-1"
         )
+
+
+def test_a_run_trained_past_the_asked_steps_is_refused_not_relabelled(small_data, tmp_path):
+    # A run at step 2 asked for 1 step: training nothing and reporting step 2's
+    # figures as step 1's would label them with the wrong budget.
+    from t2t_lite.reproduction import comparison, finished
+
+    out = str(tmp_path / "run")
+    make_trainer(small_data, out, 2).train()
+    shorter = make_trainer(small_data, out, 1)
+    with pytest.raises(ValueError, match=r"trained to step 2, past --train_steps=1"):
+        shorter.train()
+    config = shorter.config
+    with pytest.raises(ValueError, match=r"trained to step 2, past --train_steps=1"):
+        finished.figures(out, shorter.experiment, small_data, config)
+    with pytest.raises(ValueError, match=r"trained to step 2, past --train_steps=1"):
+        comparison._trained_through(out, config)
+    # The same budget, or a larger one, is no refusal.
+    assert finished.figures(
+        out, shorter.experiment, small_data, dataclasses.replace(config, train_steps=2)
+    )
+
+
+def test_a_trainer_generates_missing_data_once_under_the_lock_and_not_with_its_seed(
+    tmp_path, monkeypatch
+):
+    # Another trainer finishes generating while this one waits for the data-dir
+    # lock: the data is not written again. And the data a trainer generates does
+    # not depend on its own --random_seed: it is t2t-datagen's default data.
+    import contextlib
+
+    from t2t_lite.data import problem as problem_lib
+    from t2t_lite.problems import datagen
+    from t2t_lite.training import run_setup
+
+    reference = str(tmp_path / "reference")
+    datagen.generate("test_identity_small", reference)
+    first = str(tmp_path / "first")
+    seeded = trainer.TrainConfig(train_steps=1, random_seed=7)
+    exp = experiment.Experiment.resolve(
+        "transformer", "test_identity_small", "transformer_test", HPARAMS
+    )
+    setup = run_setup.prepare(exp, first, str(tmp_path / "run1"), seeded)
+    setup.lock.release()
+    problem = problem_lib.get("test_identity_small")
+    for path in problem.data_files(reference):
+        name = os.path.basename(path)
+        with open(path, "rb") as a, open(os.path.join(first, name), "rb") as b:
+            assert a.read() == b.read(), name
+
+    second = str(tmp_path / "second")
+    real_lock = datagen.data_dir_lock
+    generated = []
+
+    @contextlib.contextmanager
+    def lock_won_late(data_dir):
+        problem.generate_data(data_dir, seed=1)  # the other trainer, first to the lock
+        with real_lock(data_dir):
+            yield
+
+    real_generate = problem_lib.Problem.generate_data
+
+    def counting(self, data_dir, *args, **kwargs):
+        generated.append(data_dir)
+        return real_generate(self, data_dir, *args, **kwargs)
+
+    monkeypatch.setattr(datagen, "data_dir_lock", lock_won_late)
+    monkeypatch.setattr(problem_lib.Problem, "generate_data", counting)
+    setup = run_setup.prepare(exp, second, str(tmp_path / "run2"), seeded)
+    setup.lock.release()
+    assert generated == [second]  # the other trainer's generation only

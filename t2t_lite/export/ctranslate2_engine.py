@@ -8,9 +8,11 @@ engine answers `decode_ids` like the TensorFlow Decoder (per input, its
 hypotheses as ids up to EOS with scores, best first), so t2t-decode's file,
 stdin and split modes tokenize, write and score exactly as with TensorFlow.
 
-The decode hparams map as `ctranslate2_model.translate_options` says (beam
-size; one output limit for the batch). Greedy decodes are the TensorFlow
-engine's, scores included. Beam search runs with CTranslate2's length
+The decode hparams map as `ctranslate2_model.translate_options` says; each
+output is held to its own input's length + extra_length symbols, as the
+TensorFlow Decoder holds it (`_translate`). Greedy decodes are the
+TensorFlow engine's, scores included, for outputs that end and for those
+that never emit EOS. Beam search runs with CTranslate2's length
 penalty (`length ** alpha`; t2t_lite's is GNMT's `((5 + length) / 6) **
 alpha`, equal at alpha 0), and its beam is rescored and re-ranked with
 t2t_lite's penalty (`_rescored`), so scores read alike and the choice among
@@ -81,20 +83,50 @@ class Ctranslate2Decoder:
         results: list = [[([], 0.0)] for _ in fitted]  # an empty input: an empty output
         order = [i for i in sorted(range(len(fitted)), key=lambda i: len(fitted[i])) if fitted[i]]
         options = ctranslate2_model.translate_options(self.hp)
+        del options["max_decoding_length"]  # each batch's own (_translate)
         if self.hp.beam_size == 1:  # greedy: the same tokens; scores as plain sums
             options["length_penalty"] = 0.0
         shown = progress.Progress(f"decoding {source}", len(order))
         for start in range(0, len(order), self.hp.batch_size):
             chunk = order[start : start + self.hp.batch_size]
-            batch = [[self.tokens[i] for i in fitted[index]] for index in chunk]
-            answers = self.translator.translate_batch(
-                batch, **options, num_hypotheses=max(self.hp.num_outputs, self.hp.beam_size),
-                return_scores=True, return_end_token=True,
-            )  # fmt: skip
+            answers = self._translate([fitted[index] for index in chunk], options)
             for index, answer in zip(chunk, answers, strict=True):
                 results[index] = self._rescored(answer, options["length_penalty"])
             shown.update(start + len(chunk))  # as the Decoder: the rate from the first batch on
         return results
+
+    def _translate(self, batch: list[list[int]], options: dict) -> list:
+        """CTranslate2's answers for a batch of inputs, each output held to its own
+        input's length + extra_length symbols, as the TensorFlow Decoder holds it.
+
+        CTranslate2 takes one output limit per batch: the batch runs with its
+        longest input's limit, and the few inputs whose hypotheses reached their
+        own (an output that never ends: an early checkpoint, an odd line) are
+        decoded again at that limit, where CTranslate2 stops each hypothesis as
+        t2t_lite forces its EOS.
+        """
+        limits = [len(ids) + self.hp.extra_length for ids in batch]
+        answers = self._translate_at(batch, max(limits), options)
+        again: dict[int, list[int]] = {}  # limit -> positions in the batch
+        for position, (answer, limit) in enumerate(zip(answers, limits, strict=True)):
+            if limit < max(limits) and any(
+                len(sequences.until_eos([self._ids[t] for t in tokens])) >= limit
+                for tokens in answer.hypotheses
+            ):  # past its limit, or an EOS the limit would have forced at no cost
+                again.setdefault(limit, []).append(position)
+        for limit, positions in again.items():
+            redone = self._translate_at([batch[p] for p in positions], limit, options)
+            for position, answer in zip(positions, redone, strict=True):
+                answers[position] = answer
+        return answers
+
+    def _translate_at(self, batch: list[list[int]], limit: int, options: dict) -> list:
+        return self.translator.translate_batch(
+            [[self.tokens[i] for i in ids] for ids in batch], **options,
+            max_decoding_length=limit,
+            num_hypotheses=max(self.hp.num_outputs, self.hp.beam_size),
+            return_scores=True, return_end_token=True,
+        )  # fmt: skip
 
     def _rescored(self, answer, ct2_alpha: float) -> list[tuple[list[int], float]]:
         """CTranslate2's hypotheses scored as t2t_lite scores them, best first.

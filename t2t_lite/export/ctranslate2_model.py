@@ -81,7 +81,8 @@ def translate_options(hp) -> dict:
     Exact but for two things CTranslate2 does not offer: its length penalty
     divides by length ** length_penalty (t2t_lite: GNMT's ((5 + length) / 6)
     ** alpha; equal at alpha = 0), and its output limit is one number for the
-    batch (t2t_lite: each input's length + extra_length).
+    batch (t2t_lite: each input's length + extra_length; t2t-decode's engine
+    holds each input to its own, `ctranslate2_engine.Ctranslate2Decoder`).
     """
     return {
         "beam_size": hp.beam_size,

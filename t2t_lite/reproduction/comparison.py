@@ -256,6 +256,8 @@ def _trained_through(run_dir: str, config: trainer.TrainConfig) -> bool:
         step = translation.trained_steps(run_dir)
     except FileNotFoundError:  # no checkpoint (or no run directory) yet
         return False
+    if step > config.train_steps:
+        raise ValueError(trainer.past_budget(run_dir, step, config.train_steps))
     minutes = run_dir_lib.trained_seconds(run_dir, step) / 60.0
     return step >= config.train_steps or bool(
         config.train_minutes and minutes >= config.train_minutes

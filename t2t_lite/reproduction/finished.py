@@ -28,6 +28,8 @@ def figures(
     if last is None:
         return None
     step, source, metrics = last
+    if step is not None and step > config.train_steps:
+        raise ValueError(trainer.past_budget(run_dir, step, config.train_steps))
     budget_spent = config.train_minutes and source.get("stopped_by") == "time budget"
     if step != config.train_steps and not budget_spent:
         return None  # the trainer resumes it

@@ -60,7 +60,9 @@ class TrainConfig:
         "and evaluate it at the end into metrics_best.json ('': off).",
     )
     log_step_count_steps: int = _field(100, "Progress line every N steps.")
-    random_seed: int = _field(1, "Seed for initialisation, dropout, shuffling and datagen.")
+    random_seed: int = _field(
+        1, "Seed for initialisation, dropout and shuffling (data a trainer generates uses seed 1)."
+    )
     xla_compile: bool = _field(False, "Compile the forward/backward step with XLA.")
     strategy: str = _field(
         "default",

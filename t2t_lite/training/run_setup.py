@@ -68,9 +68,15 @@ def prepare(
                 "starting the workers (only the chief would generate it)"
             )
         files.check_writable_dir(data_dir, "--data_dir")
-        logging.info("No data for %s in %s: generating it.", problem.name, data_dir)
         with datagen.data_dir_lock(data_dir):
-            problem.generate_data(data_dir, seed=config.random_seed)
+            # Another trainer may have generated it while this one waited for the lock.
+            if problem.missing_data(data_dir):
+                logging.info(
+                    "No data for %s in %s: generating it (seed %d, as t2t-datagen's default).",
+                    problem.name, data_dir, datagen.DEFAULT_SEED,
+                )  # fmt: skip
+                # Not the training seed: data must not depend on which trainer got here first.
+                problem.generate_data(data_dir, seed=datagen.DEFAULT_SEED)
     problem.bind(data_dir)
     for split in problem.splits:  # an empty split would train or evaluate on nothing
         paths = problem.split_files(data_dir, split)

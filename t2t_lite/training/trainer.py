@@ -117,6 +117,8 @@ class Trainer:
         cli.Interrupted (the binaries print its one line and exit 143 or 130)."""
         config = self.config
         start_step = step = int(self.step.numpy())
+        if start_step > config.train_steps:  # its figures would carry the smaller budget's name
+            raise ValueError(past_budget(self.output_dir, start_step, config.train_steps))
         writer = self._summary_writer("train")
         curriculum = self._curriculum(start_step)
         # Reseed the shuffle on resume so a restarted run does not replay its data.
@@ -384,6 +386,15 @@ class _Window:
         if budget_left_s is not None:
             seconds = min(seconds, max(budget_left_s, 0.0))
         return f" eta={progress.duration(seconds)}"
+
+
+def past_budget(output_dir: str, step: int, train_steps: int) -> str:
+    """The one line refusing a run whose newest checkpoint is past --train_steps."""
+    return (
+        f"{output_dir!r} was trained to step {step}, past --train_steps={train_steps}; "
+        f"its figures are step {step}'s, not step {train_steps}'s: pass "
+        f"--train_steps={step} (or more), or use a new --output_dir"
+    )
 
 
 def train(
