@@ -1,7 +1,8 @@
 """One writing process per directory: a lock file naming its owner.
 
 One trainer per run directory (`.t2t-train.lock`), one t2t-datagen per data
-directory (DATAGEN_LOCK_FILE); the same rules hold for both.
+directory (DATAGEN_LOCK_FILE), one averaging at a time into a directory
+(AVERAGE_LOCK_FILE, waited for); the same rules hold for all three.
 
 `<output_dir>/.t2t-train.lock` holds the owner's host, pid and a heartbeat
 time. A second trainer is refused with a line naming the owner. A lock whose
@@ -31,6 +32,7 @@ from t2t_lite import files
 
 LOCK_FILE = ".t2t-train.lock"
 DATAGEN_LOCK_FILE = ".t2t-datagen.lock"
+AVERAGE_LOCK_FILE = ".t2t-average.lock"  # one averaging at a time into a directory
 STALE_AFTER_S = 600.0
 # A new lock is empty between its creation and its first write: only an
 # unreadable lock older than this is taken for a dead trainer's.
@@ -129,6 +131,18 @@ class RunLock:
         self.held = True
         self._beat = time.time()
         atexit.register(self.release)  # also when set-up fails after this point
+
+    def acquire_waiting(self, timeout_s: float, poll_s: float = 0.5) -> None:
+        """acquire, waiting up to timeout_s for a live owner to release the lock;
+        then RunLockedError naming it."""
+        deadline = time.time() + timeout_s
+        while True:
+            try:
+                return self.acquire()
+            except RunLockedError:
+                if time.time() >= deadline:
+                    raise
+                time.sleep(poll_s)
 
     def _write(self, fresh: bool) -> None:
         record = self._record()

@@ -265,3 +265,37 @@ def test_the_table_reuses_an_average_only_of_the_checkpoints_it_asks_for(tmp_pat
     save_step_valued(run, [6])  # step 6 written again (a retrained run reuses names)
     translation.averaged(run, 5)
     assert tf.io.gfile.stat(target + ".index").mtime_nsec != written
+
+
+def test_a_second_averaging_into_the_same_directory_waits_for_the_first(tmp_path, monkeypatch):
+    # Another live process averaging into the directory holds its lock: this
+    # averaging writes nothing while it does (it would remove that writer's
+    # shards), refuses in one line after its wait, and writes once it is gone.
+    import json
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from t2t_lite import run_lock
+
+    paths = save_step_valued(str(tmp_path / "run"), [4, 7])
+    out_dir = tmp_path / "avg"
+    out_dir.mkdir()
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        lock = out_dir / run_lock.AVERAGE_LOCK_FILE
+        now = time.time()
+        lock.write_text(
+            json.dumps({"host": files.HOST, "pid": other.pid, "started": now, "heartbeat": now})
+        )
+        monkeypatch.setattr(averaging, "LOCK_WAIT_S", 1.0)
+        with pytest.raises(ValueError, match=rf"being averaged into by pid {other.pid}"):
+            averaging.average(paths, str(out_dir / "model.ckpt-7"))
+        assert sorted(os.listdir(out_dir)) == [run_lock.AVERAGE_LOCK_FILE]  # nothing written
+    finally:
+        other.kill()
+        other.wait()
+    averaging.average(paths, str(out_dir / "model.ckpt-7"))  # its owner is gone: taken over
+    assert mean_step_weight(str(out_dir / "model.ckpt-7")) == 5.5
+    assert not (out_dir / run_lock.AVERAGE_LOCK_FILE).exists()  # released

@@ -345,9 +345,11 @@ def test_both_engines_hold_an_output_that_never_ends_to_its_own_input_length(tmp
     from t2t_lite.export import ctranslate2_engine
 
     exp = experiment.Experiment.resolve(
-        "transformer", "test_identity_small", "transformer_algorithmic_tiny",
+        "transformer",
+        "test_identity_small",
+        "transformer_algorithmic_tiny",
         "hidden_size=32,filter_size=48,num_heads=4,shared_embedding_and_softmax_weights=false",
-    )  # fmt: skip
+    )
     vocab_size = 12
     model = exp.build_model(vocab_size)
     checkpoints.build_model(model)
@@ -366,8 +368,9 @@ def test_both_engines_hold_an_output_that_never_ends_to_its_own_input_length(tmp
     inputs = [rng.integers(2, vocab_size, n).tolist() for n in (1, 7, 3, 15, 2)]
     ours = decoder_lib.Decoder(model, hp).decode_ids(inputs)
     theirs = engine.decode_ids(inputs)
-    for source, [(ids, score)], [(their_ids, their_score)] in zip(inputs, ours, theirs,
-                                                                  strict=True):  # fmt: skip
+    for source, [(ids, score)], [(their_ids, their_score)] in zip(
+        inputs, ours, theirs, strict=True
+    ):
         assert len(ids) == len(source) + hp.extra_length  # never ended: held at its limit
         assert their_ids == ids
         assert their_score == pytest.approx(score, abs=1e-3)

@@ -122,11 +122,13 @@ class Ctranslate2Decoder:
 
     def _translate_at(self, batch: list[list[int]], limit: int, options: dict) -> list:
         return self.translator.translate_batch(
-            [[self.tokens[i] for i in ids] for ids in batch], **options,
+            [[self.tokens[i] for i in ids] for ids in batch],
+            **options,
             max_decoding_length=limit,
             num_hypotheses=max(self.hp.num_outputs, self.hp.beam_size),
-            return_scores=True, return_end_token=True,
-        )  # fmt: skip
+            return_scores=True,
+            return_end_token=True,
+        )
 
     def _rescored(self, answer, ct2_alpha: float) -> list[tuple[list[int], float]]:
         """CTranslate2's hypotheses scored as t2t_lite scores them, best first.

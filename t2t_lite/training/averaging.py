@@ -15,12 +15,14 @@ from absl import logging
 from google.protobuf import message
 from tensorflow.core.protobuf import tensor_bundle_pb2
 
-from t2t_lite import checkpoints, files, run_dir
+from t2t_lite import checkpoints, files, run_dir, run_lock
 
 # Written as <output_path>.incomplete-<owner tag>, renamed when complete.
 TEMPORARY = ".incomplete-"
 # Beside an average: the checkpoints it was made of (`provenance`).
 SOURCES_SUFFIX = ".sources.json"
+# How long an averaging waits for another one into the same directory to finish.
+LOCK_WAIT_S = 600.0
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 STEP_KEY = "step/.ATTRIBUTES/VARIABLE_VALUE"
 
@@ -114,19 +116,26 @@ def average(paths: list[str], output_path: str) -> None:
         tensors.append(value)
     directory = os.path.dirname(files.absolute(output_path))
     files.check_writable_dir(directory, "--output_path's directory")
-    files.remove_leftovers(directory, TEMPORARY, anywhere=True)  # of any step's average
-    record = output_path + SOURCES_SUFFIX
-    if tf.io.gfile.exists(record):  # a kill before the new record leaves none, not the old
-        tf.io.gfile.remove(record)
-    write_replacing(output_path, names, tensors)
-    files.write_atomically(record, files.strict_json({"sources": provenance(paths)}))
-    # The directory's "checkpoint" file names it, so the directory works as
-    # a --checkpoint_path too.
-    name = os.path.basename(output_path)
-    files.write_atomically(
-        os.path.join(directory, "checkpoint"),
-        f'model_checkpoint_path: "{name}"\nall_model_checkpoint_paths: "{name}"\n',
-    )
+    # Two averagings into one directory (two t2t-compare tables over one run)
+    # would remove each other's shards and temporaries: one writes at a time.
+    lock = run_lock.RunLock(directory, run_lock.AVERAGE_LOCK_FILE, "averaged into", "--output_path")
+    lock.acquire_waiting(LOCK_WAIT_S)
+    try:
+        files.remove_leftovers(directory, TEMPORARY, anywhere=True)  # of any step's average
+        record = output_path + SOURCES_SUFFIX
+        if tf.io.gfile.exists(record):  # a kill before the new record leaves none, not the old
+            tf.io.gfile.remove(record)
+        write_replacing(output_path, names, tensors)
+        files.write_atomically(record, files.strict_json({"sources": provenance(paths)}))
+        # The directory's "checkpoint" file names it, so the directory works as
+        # a --checkpoint_path too.
+        name = os.path.basename(output_path)
+        files.write_atomically(
+            os.path.join(directory, "checkpoint"),
+            f'model_checkpoint_path: "{name}"\nall_model_checkpoint_paths: "{name}"\n',
+        )
+    finally:
+        lock.release()
 
 
 def provenance(paths: list[str]) -> list[list]:

@@ -73,8 +73,10 @@ def prepare(
             if problem.missing_data(data_dir):
                 logging.info(
                     "No data for %s in %s: generating it (seed %d, as t2t-datagen's default).",
-                    problem.name, data_dir, datagen.DEFAULT_SEED,
-                )  # fmt: skip
+                    problem.name,
+                    data_dir,
+                    datagen.DEFAULT_SEED,
+                )
                 # Not the training seed: data must not depend on which trainer got here first.
                 problem.generate_data(data_dir, seed=datagen.DEFAULT_SEED)
     problem.bind(data_dir)
