@@ -54,10 +54,12 @@ class AdaptiveComputationTime(keras.layers.Layer):
     Padding positions count as halted from the start.
 
     act_type:
-      "accumulated": output = sum_t w_t s_t (Graves' weighted sum; the paper).
-      "basic": tensor2tensor's running interpolation,
-        o_t = w_t s_t + (1 - w_t) o_{t-1} with o_0 = 0, so step t's state ends
-        up weighted by w_t * prod_{u>t} (1 - w_u).
+      "accumulated": output = sum_t w_t s_t (Graves 2016's weighted sum; the
+        weights sum to 1). Not the UT paper's listing.
+      "basic": the running interpolation of the UT paper's appendix listing
+        and tensor2tensor's default, o_t = w_t s_t + (1 - w_t) o_{t-1} with
+        o_0 = 0, so step t's state ends up weighted by w_t * prod_{u>t} (1 - w_u)
+        (the weights sum to 1 - prod_t (1 - w_t), less than 1).
 
     The loop ends when every non-pad position has halted.
 

@@ -26,7 +26,9 @@ class UniversalTransformerHParams(transformer_hparams.TransformerHParams):
     transformer_ffn_type: str = "fc"
     # "sinusoid" (paper eq. 6-7) or "learned" (an embedding per step).
     step_timing_signal_type: str = "sinusoid"
-    act_type: str = "accumulated"  # or "basic" (tensor2tensor's interpolation)
+    # "accumulated": Graves' weighted sum of the states; "basic": the UT paper's
+    # listing and tensor2tensor's interpolation (docs/universal_transformer.md).
+    act_type: str = "accumulated"
     act_max_steps: int = 12
     act_epsilon: float = 0.01
     act_loss_weight: float = 0.01
