@@ -59,17 +59,34 @@ def test_checkpoints_follow_their_own_cadence_not_the_evaluations(small_data, tm
     assert evaluated[:3] == [2, 4, 6]  # every 2 steps (then the final evaluation at 7)
 
 
-def test_checkpoints_by_the_clock(small_data, tmp_path, monkeypatch):
-    """A clock that advances 10 s per reading: with --save_checkpoints_secs=25 a
-    checkpoint falls every few steps, without any step cadence."""
-    ticks = iter(range(0, 10**6, 10))
-    monkeypatch.setattr(stopping.time, "monotonic", lambda: float(next(ticks)))
+class StepClock:
+    """A clock that moves 10 s per training step and stands still otherwise, so
+    the checkpoint cadence depends on the steps alone, not on how often the
+    code reads the clock."""
+
+    def __init__(self, monkeypatch, t):
+        self.now = 0.0
+        monkeypatch.setattr(stopping.time, "monotonic", lambda: self.now)
+        step = t._train_step
+
+        def stepping(*args):
+            self.now += 10.0
+            return step(*args)
+
+        t._train_step = stepping
+
+
+@pytest.mark.parametrize("eval_every", [100, 2])
+def test_checkpoints_by_the_clock(small_data, tmp_path, monkeypatch, eval_every):
+    """--save_checkpoints_secs=25 at 10 s a step: saves at steps 3 (30 s), 6 (30 s
+    after it) and the last, 8; evaluations (every 2 steps) add none."""
     out = tmp_path / "run"
-    make_trainer(
-        small_data, str(out), 6, save_checkpoints_secs=25, local_eval_frequency=100
-    ).train()
-    steps = saved_steps(out)
-    assert steps[-1] == 6 and len(steps) >= 3, steps
+    t = make_trainer(
+        small_data, str(out), 8, save_checkpoints_secs=25, local_eval_frequency=eval_every
+    )
+    StepClock(monkeypatch, t)
+    t.train()
+    assert saved_steps(out) == [3, 6, 8]
 
 
 def signal_at(monkeypatch, t, where: str, step: int, signals=(signal.SIGTERM,)):
@@ -133,6 +150,29 @@ def test_a_signal_saves_the_current_step_and_the_rerun_loses_none(
     resumed.train()
     assert saved_steps(out)[-1] == 8
     every_checkpoint_reads(out)
+
+
+def test_a_signal_during_a_whole_split_evaluation_cuts_it_short(small_data, tmp_path):
+    """A scheduler's SIGTERM leaves about 30 s: an evaluation of whole splits
+    (--eval_steps=-1, as --keep_best's) stops after the batch in flight, and
+    the step is saved (its checkpoint cadence, 3, had not saved step 4)."""
+    out = tmp_path / "run"
+    t = make_trainer(small_data, str(out), 8, eval_steps=-1, save_checkpoints_steps=3)
+    batches = []
+    evaluate_batch = t._eval_step
+
+    def counting(batch):
+        batches.append(int(t.step.numpy()))
+        if len(batches) == 1 and batches[0] == 4:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return evaluate_batch(batch)
+
+    # The evaluation at step 4 is the first; the dev split is several batches.
+    t._eval_step = counting
+    with pytest.raises(cli.Interrupted, match=r"stopped by SIGTERM at step 4; saved "):
+        t.train()
+    assert batches == [4]  # one batch, not the whole split
+    assert saved_steps(out) == [3, 4]
 
 
 def test_a_time_budget_stops_with_a_checkpoint_and_counts_resumed_time(
@@ -227,25 +267,38 @@ def test_a_startup_summary_then_a_progress_line_at_the_first_step_with_an_eta(
     assert progress and " eta=" in progress[0]  # a rate from steps 1-3
 
 
+AGREEING_WORKER = """
+import json, os
+import numpy as np, tensorflow as tf
+from t2t_lite.training import stopping
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
+raised = [1, 0, 0] if index == 0 else [0, 0, 1]
+print("agreed", stopping._agree(strategy, np.array(raised, np.int32)).tolist())
+stop = stopping.StopConditions(strategy)
+if index == 0:
+    stop.signal_name = "SIGTERM"  # this worker alone was signalled
+print("steps", stop.decide(3), stop.decide(stopping.AGREE_EVERY))
+"""
+
+
 def test_workers_agree_on_a_flag_any_of_them_raised():
-    """Under MultiWorkerMirroredStrategy (one worker, in a process of its own:
-    collectives are set up once per process) the agreement all-reduces the
-    flags; tf.distribute has no MAX reduction, so a sum is compared with 0."""
-    code = (
-        "import numpy as np, tensorflow as tf\n"
-        "from t2t_lite.training import stopping\n"
-        "strategy = tf.distribute.MultiWorkerMirroredStrategy()\n"
-        "print(stopping._agree(strategy, np.array([1, 0, 1], np.int32)).tolist())\n"
-    )
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    env.pop("TF_CONFIG", None)
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.strip().splitlines()[-1] == "[1, 0, 1]"
+    """Two workers (processes of their own on loopback ports): each raises a
+    different flag and both read both. A signal that reached worker 0 alone
+    stops both, at the next agreement step (not at step 3: no collective there)."""
+    from test_scale_out import free_port, run_python
+
+    workers = [f"localhost:{free_port()}", f"localhost:{free_port()}"]
+    processes = []
+    for index in range(2):
+        tf_config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+        processes.append(run_python(AGREEING_WORKER, {"TF_CONFIG": json.dumps(tf_config)}))
+    outputs = [process.communicate(timeout=300) for process in processes]
+    for process, (_, err) in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, err[-2000:]
+    lines = [out.strip().splitlines()[-2:] for out, _ in outputs]
+    assert lines[0] == ["agreed [1, 0, 1]", "steps (None, False) ('SIGTERM', False)"]
+    assert lines[1] == [
+        "agreed [1, 0, 1]",
+        "steps (None, False) ('a signal on another worker', False)",
+    ]

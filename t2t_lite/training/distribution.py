@@ -80,6 +80,11 @@ def check_tf_config() -> dict:
     return config
 
 
+def is_multi_worker(strategy: tf.distribute.Strategy) -> bool:
+    """Whether decisions must be agreed with other processes (a collective)."""
+    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+
+
 def is_chief(strategy: tf.distribute.Strategy) -> bool:
     """True where checkpoints and summaries are written: the chief, or worker 0."""
     resolver = getattr(strategy, "cluster_resolver", None)

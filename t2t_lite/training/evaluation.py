@@ -50,12 +50,16 @@ def evaluate(
     dataset: tf.distribute.DistributedDataset,
     paths: list[str],
     max_steps: int,
-) -> dict[str, float]:
-    """Runs up to `max_steps` batches (all when < 0) and returns the metrics."""
+    stopped: Callable[[], bool] | None = None,
+) -> dict[str, float] | None:
+    """Runs up to `max_steps` batches (all when < 0) and returns the metrics;
+    None when `stopped()` turns true between two batches (a stop signal)."""
     totals: dict[str, float] = {}
     iterator = iter(dataset)
     done = 0
     while max_steps < 0 or done < max_steps:
+        if stopped is not None and stopped():
+            return None
         try:
             batch = tfrecord.next_element(iterator, paths)
         except StopIteration:

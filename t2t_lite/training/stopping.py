@@ -7,9 +7,11 @@ signal while that checkpoint is written is recorded and ignored, so the save
 completes (SIGKILL still kills; the next run cleans what a killed save left).
 
 Under MultiWorkerMirroredStrategy every worker must save together (a save is
-collective), so the workers agree on each step's decisions (stop, save by
-the clock) with one all-reduce of three integers; a single process decides
-alone. TensorFlow's PreemptionCheckpointHandler does this only for
+collective), so the workers agree on the decisions (stop, save by the clock)
+with one all-reduce of three integers, every AGREE_EVERY steps (a blocking
+host sync each step would stall the pipeline; a signal or the clock is then
+acted on up to AGREE_EVERY - 1 steps late); a single process decides alone,
+at every step. TensorFlow's PreemptionCheckpointHandler does this only for
 MultiWorkerMirroredStrategy and TPUs, with its own checkpoint naming and
 restore; this serves every strategy the trainer supports with its own
 checkpoints.
@@ -23,8 +25,11 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from t2t_lite.training import distribution
+
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 BUDGET = "time budget"
+AGREE_EVERY = 10  # steps between the workers' agreements under multi-worker training
 
 
 class StopConditions:
@@ -83,9 +88,15 @@ class StopConditions:
         """Seconds of the time budget left (None: no budget)."""
         return self.budget_s - self.seconds() if self.budget_s else None
 
-    def decide(self) -> tuple[str | None, bool]:
+    def decide(self, step: int | None = None) -> tuple[str | None, bool]:
         """(why to stop now: "SIGTERM", "SIGINT", "time budget" or None; whether the
-        checkpoint clock is due), agreed by every worker."""
+        checkpoint clock is due), agreed by every worker.
+
+        step: the training step just run; under multi-worker training only every
+        AGREE_EVERY-th step agrees (the others answer (None, False)). Without a
+        step (after an evaluation, before the first step) it always decides."""
+        if step is not None and step % AGREE_EVERY and distribution.is_multi_worker(self.strategy):
+            return None, False
         now = time.monotonic()
         local = np.array(
             [
@@ -95,7 +106,7 @@ class StopConditions:
             ],
             np.int32,
         )
-        signalled, over_budget, clock = _agree(self.strategy, local)
+        signalled, over_budget, clock = (bool(flag) for flag in _agree(self.strategy, local))
         if signalled:
             return self.signal_name or "a signal on another worker", clock
         return (BUDGET if over_budget else None), clock
@@ -121,7 +132,7 @@ def _agree(strategy: tf.distribute.Strategy, flags: np.ndarray) -> np.ndarray:
     tf.distribute reduces by SUM or MEAN only: the flags are summed over every
     replica and compared with 0.
     """
-    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+    if distribution.is_multi_worker(strategy):
         per_replica = strategy.run(lambda: tf.constant(flags))
         total = strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None).numpy()
         return (total > 0).astype(flags.dtype)

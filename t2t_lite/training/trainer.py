@@ -1,8 +1,10 @@
 """The custom training loop, written for tf.distribute (set-up: run_setup.py)."""
 
+import contextlib
 import math
 import os
 import time
+from collections.abc import Iterator
 
 import keras
 import tensorflow as tf
@@ -37,6 +39,7 @@ class Trainer:
         self.data_dir = data_dir
         self.output_dir = output_dir
         self.config = config
+        self._in_loop = False  # inside train()'s loop (_training_loop)
         run = run_setup.prepare(experiment, data_dir, output_dir, config)
         self.strategy, self.chief, self.problem, self.lock = (
             run.strategy,
@@ -133,7 +136,11 @@ class Trainer:
         window = _Window(start_step, config.train_steps)
         # A Python step count: reading the step variable would sync every step.
         micro_batches = range(config.accumulation_steps)
-        save_every = config.save_checkpoints_steps or config.local_eval_frequency
+        # Checkpoints by steps; else by the clock when --save_checkpoints_secs is
+        # set; else at each evaluation. The last step is always saved.
+        save_every = config.save_checkpoints_steps or (
+            0 if config.save_checkpoints_secs else config.local_eval_frequency
+        )
         logging.info(
             "%s",
             summary.startup_summary(
@@ -145,7 +152,7 @@ class Trainer:
         self.stop = stopping.StopConditions(
             self.strategy, config.train_minutes, trained, config.save_checkpoints_secs
         )
-        with self.stop:
+        with self.stop, self._training_loop():
             reason, _ = self.stop.decide()  # a budget already spent trains no step
             steps = range(start_step + 1, config.train_steps + 1) if not reason else ()
             for step in steps:
@@ -155,10 +162,10 @@ class Trainer:
                     logging.info(
                         "Length curriculum: examples up to %d positions from step %d.", limit, step
                     )
-                reason, clock = self.stop.decide()
+                reason, clock = self.stop.decide(step)
                 last = step == config.train_steps or bool(reason)
                 evaluate = step % config.local_eval_frequency == 0 and not last
-                save = step % save_every == 0 or clock or last
+                save = bool(save_every and step % save_every == 0) or clock or last
                 first = step == start_step + 1  # a progress line within seconds of the start
                 if first or step % config.log_step_count_steps == 0 or save or evaluate:
                     self._log_progress(window, pending, step, writer)
@@ -168,6 +175,8 @@ class Trainer:
                 if evaluate:
                     for split in self._eval_splits():
                         metrics = self._evaluate_split(split, step, config.eval_steps)
+                        if metrics is None:  # a signal cut the evaluation short
+                            break
                         if self.best is not None and split == self.best.spec.split:
                             self.best.consider(step, metrics)
                     reason, _ = self.stop.decide()  # a signal during the evaluation
@@ -192,6 +201,15 @@ class Trainer:
                 config.train_minutes, step, self.stop.seconds(),
             )  # fmt: skip
         return self.final_evaluation("time budget" if reason else "train_steps")
+
+    @contextlib.contextmanager
+    def _training_loop(self) -> Iterator[None]:
+        """Marks the loop, whose evaluations a stop signal cuts short."""
+        self._in_loop = True
+        try:
+            yield
+        finally:
+            self._in_loop = False
 
     def _curriculum(self, step: int) -> batching.LengthCurriculum | None:
         """The length curriculum at `step` (None: no curriculum)."""
@@ -288,17 +306,29 @@ class Trainer:
             splits = (*splits, self.best.spec.split)
         return splits
 
-    def _split_metrics(self, split: str, max_steps: int) -> dict[str, float]:
-        """The split's metrics over max_steps batches (< 0: whole), on the model's weights."""
+    def _split_metrics(self, split: str, max_steps: int) -> dict | None:
+        """The split's metrics over max_steps batches (< 0: whole), on the model's
+        weights. In the training loop's evaluations: None as soon as a stop signal
+        arrives (between batches; one process only: the workers of a job finish
+        an evaluation together)."""
         dataset = self.distributed_dataset(split)
         paths = self.problem.filepaths(self.data_dir, split)
-        metrics = evaluation.evaluate(self._eval_step, dataset, paths, max_steps)
+        stopped = None
+        if self._in_loop and not distribution.is_multi_worker(self.strategy):
+            stopped = lambda: self.stop.signal_name is not None  # noqa: E731
+        metrics = evaluation.evaluate(self._eval_step, dataset, paths, max_steps, stopped)
+        if metrics is None:
+            return None
         if self.problem.reports_bleu and self.config.eval_bleu_examples:
             metrics["bleu"] = self._bleu(paths)
         return metrics
 
-    def _evaluate_split(self, split: str, step: int, max_steps: int) -> dict[str, float]:
+    def _evaluate_split(self, split: str, step: int, max_steps: int) -> dict[str, float] | None:
+        """Evaluates and logs the split at `step` (None: a stop signal cut it short)."""
         metrics = self._split_metrics(split, max_steps)
+        if metrics is None:
+            logging.info("eval %s at step %d: cut short by %s", split, step, self.stop.signal_name)
+            return None
         logging.info("eval %s at step %d: %s", split, step, _line(metrics))
         writer = self._summary_writer(f"eval_{split}")
         with writer.as_default(step=step):
