@@ -315,7 +315,7 @@ class Trainer:
         paths = self.problem.filepaths(self.data_dir, split)
         stopped = None
         if self._in_loop and not distribution.is_multi_worker(self.strategy):
-            stopped = lambda: self.stop.signal_name is not None  # noqa: E731
+            stopped = lambda: self.stop.signal_name is not None
         metrics = evaluation.evaluate(self._eval_step, dataset, paths, max_steps, stopped)
         if metrics is None:
             return None
