@@ -5,9 +5,13 @@ language. The language comes from the catalog's path (.../<lang>/LC_MESSAGES/
 <domain>.mo, as distributions install them, or <lang>.po in a source tree),
 else from a .po file's Language header. Plural entries give their singular
 and its first form; fuzzy and obsolete .po entries are left out, as msgfmt
-leaves them out of .mo files. Files are read through tf.io.gfile.
+leaves them out of .mo files. Text is decoded with the charset the catalog's
+header declares (UTF-8 when it names none); a cut .mo file, a byte the
+charset cannot decode or an unknown charset is one error naming the file,
+never a partial read. Files are read through tf.io.gfile.
 """
 
+import codecs
 import dataclasses
 import os
 import re
@@ -15,6 +19,7 @@ import struct
 from collections.abc import Iterator
 
 import tensorflow as tf
+from absl import logging
 
 MO_MAGIC = 0x950412DE
 CONTEXT_SEPARATOR = "\x04"
@@ -32,9 +37,23 @@ class Entry:
 
 
 def find_catalogs(directory: str) -> list[str]:
-    """Every .mo and .po file under `directory`, sorted."""
+    """Every .mo and .po file under `directory`, sorted. On the local disk a
+    folder reached again through a link (a link loop, or two links to one
+    folder) is read once, with a warning."""
     found = []
-    for folder, _, names in tf.io.gfile.walk(directory):
+    seen = {os.path.realpath(directory)} if "://" not in directory else set()
+    for folder, subfolders, names in tf.io.gfile.walk(directory):
+        if "://" not in folder:  # a link loop would be walked until the path is too long
+            kept = []
+            for name in subfolders:
+                real = os.path.realpath(os.path.join(folder, name))
+                if real in seen:
+                    link = os.path.join(folder, name)
+                    logging.warning("%s: a link to a folder already read; skipped.", link)
+                    continue
+                seen.add(real)
+                kept.append(name)
+            subfolders[:] = kept  # walk is top-down: only these are entered
         found += [os.path.join(folder, n) for n in names if n.endswith((".mo", ".po"))]
     return sorted(found)
 
@@ -85,10 +104,28 @@ def _header(text: str) -> dict[str, str]:
     return fields
 
 
-def _charset(header: dict[str, str]) -> str:
-    found = re.search(r"charset=([\w-]+)", header.get("Content-Type", ""))
+def _charset(content_type: str, path: str) -> str:
+    """The codec of a catalog whose header's Content-Type is `content_type`
+    (utf-8 when it names none, or the template's placeholder CHARSET)."""
+    found = re.search(r"charset=([\w.:-]+)", content_type)
     charset = found.group(1) if found else "utf-8"
-    return "utf-8" if charset.upper() == "CHARSET" else charset
+    if charset.upper() == "CHARSET":
+        return "utf-8"
+    try:
+        codecs.lookup(charset)
+    except LookupError:
+        raise ValueError(f"{path}: unknown charset {charset!r} in its header") from None
+    return charset
+
+
+def _decode(data: bytes, charset: str, path: str) -> str:
+    """`data` in the catalog's charset; a byte it cannot decode is one error naming the file."""
+    try:
+        return data.decode(charset)
+    except UnicodeDecodeError as err:
+        raise ValueError(
+            f"{path}: not valid {charset} (its header's charset) at byte {err.start}"
+        ) from None
 
 
 def _mo(data: bytes, path: str) -> tuple[list[tuple[str, str, str]], dict[str, str]]:
@@ -101,30 +138,33 @@ def _mo(data: bytes, path: str) -> tuple[list[tuple[str, str, str]], dict[str, s
             break
     else:
         raise ValueError(f"{path}: not a .mo file (bad magic number)")
-    try:
-        pairs = []
-        for i in range(count):
-            length, offset = struct.unpack(
-                order + "2I", data[originals + 8 * i : originals + 8 * i + 8]
+
+    def string(table: int, i: int) -> bytes:
+        """The i-th string of a table; a table or string past the file's end
+        (a cut or damaged file) is an error, never a shorter string."""
+        if table + 8 * i + 8 > len(data):
+            raise ValueError(f"{path}: a truncated .mo file ({count} strings announced)")
+        length, offset = struct.unpack(order + "2I", data[table + 8 * i : table + 8 * i + 8])
+        if offset + length > len(data):
+            raise ValueError(
+                f"{path}: a truncated .mo file (string {i} ends at byte {offset + length}, "
+                f"the file has {len(data)})"
             )
-            original = data[offset : offset + length]
-            length, offset = struct.unpack(
-                order + "2I", data[translations + 8 * i : translations + 8 * i + 8]
-            )
-            pairs.append((original, data[offset : offset + length]))
-    except struct.error:
-        raise ValueError(f"{path}: a truncated .mo file") from None
+        return data[offset : offset + length]
+
+    pairs = [(string(originals, i), string(translations, i)) for i in range(count)]
     header = {}
     for original, translation in pairs:
         if original == b"":
-            header = _header(translation.decode("utf-8", "replace"))
-    charset = _charset(header)
+            header = _header(translation.decode("ascii", "replace"))  # for its charset
+    charset = _charset(header.get("Content-Type", ""), path)
     messages = []
     for original, translation in pairs:
         if original == b"":
+            header = _header(_decode(translation, charset, path))
             continue
-        msgid = original.decode(charset, "replace").split("\x00")[0]  # the singular
-        msgstr = translation.decode(charset, "replace").split("\x00")[0]  # its first form
+        msgid = _decode(original, charset, path).split("\x00")[0]  # the singular
+        msgstr = _decode(translation, charset, path).split("\x00")[0]  # its first form
         context, _, msgid = msgid.rpartition(CONTEXT_SEPARATOR)
         messages.append((context, msgid, msgstr))
     return messages, header
@@ -156,7 +196,10 @@ def _po(data: bytes, path: str) -> tuple[list[tuple[str, str, str]], dict[str, s
             entries.append(entry)
         entry, flags = {}, set()
 
-    for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), start=1):
+    # The header's charset, read from the raw bytes (ASCII in every charset gettext allows).
+    declared = re.search(rb"Content-Type:[^\n\"]*", data)
+    charset = _charset(declared.group(0).decode("ascii", "replace") if declared else "", path)
+    for number, line in enumerate(_decode(data, charset, path).splitlines(), start=1):
         line = line.strip()
         if not line or line.startswith("#~"):  # blank, or an obsolete entry
             continue

@@ -182,6 +182,13 @@ class TranslateGettext(text_problem.Text2TextProblem):
             ", ".join(f"{split} {len(pairs[split]):,}" for split in ("train", "dev", "test")),
             ", ".join(f"{n:,} {why}" for why, n in sorted(dropped.items())) or "none",
         )  # fmt: skip
+        empty = [split for split in ("dev", "test") if not pairs[split]]
+        if empty:  # a trainer would refuse the data dir: say so now, before writing
+            raise ValueError(
+                f"{self.name}: the {' and '.join(empty)} split(s) got no pair of the "
+                f"{sum(len(p) for p in pairs.values()):,} kept (each holds "
+                f"{HELD_OUT_PER_MILLE / 10:g}% of the sources, by a hash); give more catalogs"
+            )
         try:
             return super().generate_data(data_dir, seed)
         finally:

@@ -170,3 +170,76 @@ def test_datagen_builds_the_splits_from_a_catalog_tree(tmp_path):
             "translate_gettext", str(tmp_path / "d2"), 1, [str(tmp_path / "catalogs")],
             language_pair="english",
         )  # fmt: skip
+
+
+def mo_catalog(tmp_path, data: bytes, name: str = "app.mo"):
+    path = tmp_path / "share" / "locale" / "de" / "LC_MESSAGES" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def test_a_cut_mo_file_is_refused_by_name_never_read_in_part(tmp_path):
+    # Cut by 40 bytes: the last translation ends past the file's end. Cut to
+    # three quarters: most strings do. Either way one error, no partial entries.
+    messages = {"": "Content-Type: text/plain; charset=UTF-8\n", "Open": "Öffnen"}
+    whole = mo_bytes({**messages, "Window tab view": "Fenster Reiter Ansicht"})
+    assert len(list(gettext_catalogs.read_catalog(str(mo_catalog(tmp_path, whole)), "."))) == 2
+    for cut in (whole[:-10], whole[: len(whole) * 3 // 4], whole[:40]):
+        path = mo_catalog(tmp_path, cut, "cut.mo")
+        with pytest.raises(ValueError, match=r"cut.mo: a truncated .mo file"):
+            list(gettext_catalogs.read_catalog(str(path), str(tmp_path)))
+
+
+def test_a_catalog_is_read_in_the_charset_its_header_declares(tmp_path):
+    # A Latin-1 .po and .mo: ß and ü decoded as Latin-1, not replaced by U+FFFD.
+    po = (
+        'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=ISO-8859-1\\n"\n\n'
+        'msgid "Close"\nmsgstr "Schließen"\n\nmsgid "Paste"\nmsgstr "Einfügen"\n'
+    )
+    path = tmp_path / "po" / "de.po"
+    path.parent.mkdir()
+    path.write_bytes(po.encode("latin-1"))
+    entries = list(gettext_catalogs.read_catalog(str(path), str(tmp_path)))
+    assert [e.target for e in entries] == ["Schließen", "Einfügen"]
+    header = "Content-Type: text/plain; charset=ISO-8859-1\n"
+    data = bytearray(mo_bytes({"": header, "Close": "Schliexen"}))
+    data[data.index(b"Schliexen") + 6] = 0xDF  # ß in Latin-1 (an invalid byte in UTF-8)
+    mo = mo_catalog(tmp_path, bytes(data))
+    assert [e.target for e in gettext_catalogs.read_catalog(str(mo), str(tmp_path))] == [
+        "Schließen"
+    ]
+    # Bytes the declared charset cannot decode, and a charset nobody knows: one error each.
+    utf8 = tmp_path / "po" / "fr.po"
+    utf8.write_bytes(po.replace("ISO-8859-1", "UTF-8").encode("latin-1"))
+    with pytest.raises(ValueError, match=r"fr.po: not valid UTF-8 \(its header's charset\)"):
+        list(gettext_catalogs.read_catalog(str(utf8), str(tmp_path)))
+    klingon = {"": "Content-Type: text/plain; charset=KLINGN\n", "Close": "x"}
+    odd = mo_catalog(tmp_path, mo_bytes(klingon), "odd.mo")
+    with pytest.raises(ValueError, match=r"odd.mo: unknown charset 'KLINGN' in its header"):
+        list(gettext_catalogs.read_catalog(str(odd), str(tmp_path)))
+
+
+def test_a_link_loop_in_a_catalog_tree_reads_each_catalog_once(tmp_path, caplog):
+    import os
+
+    catalog_tree(tmp_path, "de", {"Open": "Öffnen"})
+    folder = tmp_path / "pkg" / "usr" / "share" / "locale" / "de" / "LC_MESSAGES"
+    os.symlink("../..", folder / "up")  # back to locale/: a loop
+    found = gettext_catalogs.find_catalogs(str(tmp_path))
+    assert found == [str(folder / "app.mo")]
+    assert "a link to a folder already read; skipped" in caplog.text
+
+
+def test_a_catalog_set_too_small_for_dev_and_test_is_refused_and_nothing_is_left(tmp_path):
+    from t2t_lite.problems import datagen
+
+    catalog_tree(
+        tmp_path / "catalogs", "de", {f"Open window {i}": f"Fenster {i}" for i in range(5)}
+    )
+    data = tmp_path / "data"
+    with pytest.raises(ValueError, match=r"translate_gettext: the dev and test split\(s\) got no"):
+        datagen.generate(
+            "translate_gettext", str(data), 1, [str(tmp_path / "catalogs")], language_pair="en-de"
+        )
+    assert [name for name in data.iterdir() if not name.name.startswith(".")] == []
