@@ -332,3 +332,60 @@ def test_the_example_client_speaks_to_the_export_through_serving_protos(exported
     assert [score for _, score, _ in answers] == pytest.approx([s for _, s in expected], abs=1e-4)
     body = json.loads(client.rest_body(lines, "serving_default"))
     assert body == {"signature_name": "serving_default", "instances": lines}
+
+
+HOSTILE = """
+import json, sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # registers the tokenizer ops
+loaded = tf.saved_model.load(sys.argv[1])
+rows = int(sys.argv[2])
+cases = [
+    ("serving_default", tf.constant(b"3")),
+    ("serving_default", tf.constant([[b"3"], [b"2 1"]])),
+    ("serving_default", tf.constant([[[b"3"]]])),
+    ("serving_default", tf.constant([b"3"] * rows)),
+    ("decode_ids", tf.constant(3, tf.int32)),
+    ("decode_ids", tf.constant([3, 4], tf.int32)),
+    ("decode_ids", tf.constant([[[3, 4]]], tf.int32)),
+    ("decode_ids", tf.constant(np.full([rows, 1], 3, np.int32))),
+]
+answers = []
+for name, value in cases:
+    try:
+        out = loaded.signatures[name](inputs=value)
+        answers.append("answered " + str(out["status"].shape))
+    except tf.errors.InvalidArgumentError as err:
+        lines = str(err).splitlines()
+        answers.append(next(line for line in lines if "Shape of" in line or "at most" in line))
+print(json.dumps(answers))
+"""
+
+
+def assert_hostile_shapes_are_refused(export_path: str) -> None:
+    """Both signatures of an export, called with a shape they do not take or with
+    too many rows, in a fresh process: an error naming the input, the process
+    alive (a scalar once crashed it), and never an answer of another shape."""
+    rows = serving.MAX_REQUEST_ROWS + 1
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH="")
+    result = subprocess.run(
+        [sys.executable, "-c", HOSTILE, export_path, str(rows)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    answers = json.loads(result.stdout.strip().splitlines()[-1])
+    shapes = ["[]", "[2,1]", "[1,1,1]", None, "[]", "[2]", "[1,1,2]", None]
+    for answer, shape in zip(answers, shapes, strict=True):
+        if shape is None:
+            assert f"a request holds at most {serving.MAX_REQUEST_ROWS} rows" in answer
+        else:
+            assert f"Shape of tensor inputs {shape} is not compatible" in answer, answer
+
+
+def test_an_export_refuses_hostile_shapes_and_oversized_requests(exported):
+    assert_hostile_shapes_are_refused(exported)

@@ -141,6 +141,9 @@ def test_a_run_keeps_its_vocabulary_and_exports_text_in_text_out(tmp_path):
     statuses = [s.decode() for s in out["status"].numpy()]
     assert statuses == ["ok", "invalid_utf8", "empty", "empty"]  # white space only: empty
     assert out["outputs"].numpy()[3] == b"" and out["scores"].numpy()[3] == 0.0
+    from test_export import assert_hostile_shapes_are_refused
+
+    assert_hostile_shapes_are_refused(path)
 
 
 WORDS = {

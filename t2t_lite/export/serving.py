@@ -12,6 +12,10 @@ decoded never fails the batch; its `status` says why:
 - "invalid_utf8" (text only): not UTF-8; output "" with score REJECTED_SCORE;
 - "unknown_token": a token outside the vocabulary (text) or an id outside
   [0, vocab_size) (ids); output "" with score REJECTED_SCORE.
+
+A request of another shape (a scalar, a matrix of strings, a vector of ids)
+or of more than MAX_REQUEST_ROWS rows fails as a whole with an
+InvalidArgumentError naming `inputs` or the bound; the server stays up.
 """
 
 import keras
@@ -26,6 +30,11 @@ OK, TRUNCATED, EMPTY = "ok", "truncated", "empty"
 INVALID_UTF8, UNKNOWN_TOKEN = "invalid_utf8", "unknown_token"
 # Finite (JSON has no infinities) and below any real score.
 REJECTED_SCORE = search.NEG
+
+# Rows of one request: the whole request is decoded as one batch, so its memory
+# grows with the rows (about 0.15 MB a one-symbol row on the algorithmic export;
+# longer rows cost more). Larger requests are refused, not run out of memory.
+MAX_REQUEST_ROWS = 4096
 
 TEXT_SIGNATURE = "serving_default"
 IDS_SIGNATURE = "decode_ids"
@@ -74,6 +83,10 @@ class ServingModule(tf.Module):
 
     def _serve_text(self, inputs: tf.Tensor) -> dict[str, tf.Tensor]:
         """inputs [N] strings -> outputs [N] strings, scores [N], status [N]."""
+        # The signature's shape is not enforced on every path (a direct call of a
+        # loaded signature, a server's request): a scalar or a matrix is refused
+        # here, at run time, instead of reaching kernels that assume [N].
+        inputs = _checked(tf.ensure_shape(inputs, [None], name="inputs"))
         # Valid UTF-8 is unchanged by transcoding; anything else gains U+FFFD.
         transcoded = tf.strings.unicode_transcode(inputs, "UTF-8", "UTF-8", errors="replace")
         valid = tf.equal(transcoded, inputs)  # [N]
@@ -89,6 +102,7 @@ class ServingModule(tf.Module):
 
     def _serve_ids(self, inputs: tf.Tensor) -> dict[str, tf.Tensor]:
         """inputs [N, S] ids (each row ends at its first PAD or EOS) -> ids [N, T], scores, status."""
+        inputs = _checked(tf.ensure_shape(inputs, [None, None], name="inputs"))
         lengths = sequences.symbol_lengths(inputs)  # [N]
         ids = tf.RaggedTensor.from_tensor(inputs, lengths=lengths)  # [N, (symbols)]
         in_vocab = (inputs >= 0) & (inputs < self._vocab_size)  # [N, S]
@@ -147,6 +161,17 @@ class ServingModule(tf.Module):
             compiled,
             lambda: self._decoder.search_ids(dense),
         )
+
+
+def _checked(inputs: tf.Tensor) -> tf.Tensor:
+    """inputs, once their row count is within MAX_REQUEST_ROWS (else an InvalidArgumentError)."""
+    within = tf.debugging.assert_less_equal(
+        tf.shape(inputs)[0],
+        MAX_REQUEST_ROWS,
+        message=f"a request holds at most {MAX_REQUEST_ROWS} rows; send more in several requests",
+    )
+    with tf.control_dependencies([within]):
+        return tf.identity(inputs)
 
 
 def _doubling(n: tf.Tensor, smallest: int) -> tf.Tensor:
