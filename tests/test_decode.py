@@ -191,3 +191,21 @@ def test_binary_decodes_an_eval_split_with_metrics(copy_run):
         f"char_accuracy={metrics['char_accuracy']:.4f} "
         f"sequence_accuracy={metrics['sequence_accuracy']:.4f} examples=10"
     )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        ("beam_size=100000", r"\(beam_size\): must be in \[1, 256\], got 100,000"),
+        ("extra_length=100000000", r"\(extra_length\): must be in \[1, 16,384\], got 100,000,000"),
+        ("max_input_length=0", r"\(max_input_length\): must be in \[1, 16,384\], got 0"),
+        ("batch_size=10000000", r"\(batch_size\): must be in \[1, 65,536\], got 10,000,000"),
+    ],
+)
+def test_decode_hparams_past_their_bounds_are_one_line_not_an_out_of_memory(overrides, named):
+    # beam_size=100000 once ran 103 s to a 20 GB out-of-memory traceback.
+    from t2t_lite import hparams
+    from t2t_lite.decoding import decoder
+
+    with pytest.raises(ValueError, match=r"invalid hparams " + named):
+        hparams.override(decoder.DecodeHParams(), overrides)

@@ -316,6 +316,17 @@ def test_engine_ctranslate2_refuses_a_ut_run_and_a_missing_extra(tmp_path, monke
     with pytest.raises(ValueError, match="--engine=ctranslate2: the run's model is 'universal.*"
                        "decode it with --engine=tensorflow"):  # fmt: skip
         ctranslate2_engine.from_run(run, "", None, None, hp)
+    # A Transformer option CTranslate2 lacks: t2t-decode's refusal speaks of its own
+    # flags, not t2t-export's, and comes before any conversion.
+    scaled = str(tmp_path / "scaled")
+    experiment.Experiment.resolve(
+        "transformer", "test_identity_small", "transformer_test", "attention_length_scale=20"
+    ).save(scaled)
+    with pytest.raises(ValueError) as refused:
+        ctranslate2_engine.from_run(scaled, "", None, None, hp)
+    assert str(refused.value).startswith("--engine=ctranslate2: the run scales attention")
+    assert str(refused.value).endswith("decode it with --engine=tensorflow")
+    assert "--format" not in str(refused.value)
     monkeypatch.setitem(__import__("sys").modules, "ctranslate2", None)  # not installed
     with pytest.raises(ValueError, match="--engine=ctranslate2 needs the ctranslate2 package"):
         ctranslate2_model.library("--engine")

@@ -13,6 +13,13 @@ from t2t_lite import progress, sequences
 from t2t_lite.decoding import search
 
 
+# Decode hparams' upper bounds: far above any use (the parsing paper's beam is
+# 21, its outputs input + 300 symbols), far below what exhausts a machine.
+MAX_BEAM_SIZE = 256
+MAX_LENGTH = 16_384
+MAX_BATCH_SIZE = 65_536
+
+
 @dataclasses.dataclass(frozen=True)
 class DecodeHParams:
     """--decode_hparams; names follow tensor2tensor."""
@@ -33,18 +40,24 @@ class DecodeHParams:
 
     def __post_init__(self):
         require = hparams_lib.require
-        require(self.beam_size >= 1, "beam_size", "must be >= 1")
+
+        def within(key: str, low: int, high: int) -> None:
+            value = getattr(self, key)
+            require(low <= value <= high, key, f"must be in [{low}, {high:,}], got {value:,}")
+
+        # Upper bounds keep a typo from reaching an out-of-memory traceback.
+        within("beam_size", 1, MAX_BEAM_SIZE)
         require(math.isfinite(self.alpha) and self.alpha >= 0, "alpha", "must be finite, >= 0")
-        require(self.extra_length >= 1, "extra_length", "must be >= 1")
-        require(self.min_length >= 0, "min_length", "must be >= 0")
-        require(self.batch_size >= 1, "batch_size", "must be >= 1")
+        within("extra_length", 1, MAX_LENGTH)
+        within("min_length", 0, MAX_LENGTH)
+        within("batch_size", 1, MAX_BATCH_SIZE)
         require(
             math.isfinite(self.temperature) and self.temperature >= 0,
             "temperature",
             f"must be finite and >= 0, got {self.temperature}",
         )
         require(self.top_k >= 0, "top_k", "must be >= 0")
-        require(self.max_input_length >= 1, "max_input_length", "must be >= 1")
+        within("max_input_length", 1, MAX_LENGTH)
         require(
             self.beam_size == 1 or (self.temperature == 0 and self.top_k == 0),
             "beam_size, temperature, top_k",

@@ -38,6 +38,7 @@ def from_run(output_dir: str, checkpoint: str, problem, model, hp) -> "Ctranslat
     converted (or its earlier conversion) in a Translator."""
     exp = experiment.Experiment.load(output_dir)
     ctranslate2_model.check_mappable(exp.model, exp.input_encoding, "--engine")
+    ctranslate2_model.check_expressible(exp.hparams, "--engine")
     ctranslate2 = ctranslate2_model.library("--engine")  # a clear error without the extra
     if hp.temperature or hp.top_k:
         raise ValueError(

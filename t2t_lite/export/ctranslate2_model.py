@@ -39,20 +39,23 @@ from t2t_lite.layers import embedding, transformer_layers
 MODEL = "transformer"  # the only model family CTranslate2 can run
 
 
+def _instead(flag: str) -> str:
+    """What to do instead, for the program whose `flag` asked for CTranslate2."""
+    if flag == "--format":
+        return "export it as a SavedModel (--format=saved_model) instead"
+    return "decode it with --engine=tensorflow"
+
+
 def check_mappable(model_name: str, input_encoding: str = "tokens", flag: str = "--format") -> None:
     """Refuses a run whose model CTranslate2 cannot express (naming `flag`)."""
     if input_encoding != "tokens":
         raise ValueError(
             f"{flag}=ctranslate2: the run's inputs are encoded as {input_encoding!r}; only "
             "encoder-decoder Transformers over token sequences map to CTranslate2's "
-            "TransformerSpec; export it as a SavedModel (--format=saved_model) instead"
+            f"TransformerSpec; {_instead(flag)}"
         )
     if model_name != MODEL:
-        instead = (
-            "export it as a SavedModel (--format=saved_model) instead"
-            if flag == "--format"
-            else "decode it with --engine=tensorflow"
-        )
+        instead = _instead(flag)
         raise ValueError(
             f"{flag}=ctranslate2: the run's model is {model_name!r}; only {MODEL!r} maps to "
             "CTranslate2 (the Universal Transformer's recurrence and ACT have no equivalent "
@@ -169,17 +172,22 @@ def _position_table(model, max_positions: int) -> np.ndarray:
     return embedding.timing_signal(max_positions, hp.hidden_size)[0].numpy()
 
 
+def check_expressible(hp, flag: str = "--format") -> None:
+    """Refuses Transformer hparams a CTranslate2 Transformer cannot express (naming `flag`)."""
+    for refused, what in _inexpressible(hp):
+        if refused:
+            raise ValueError(
+                f"{flag}=ctranslate2: {what}, which a CTranslate2 Transformer cannot "
+                f"express; {_instead(flag)}"
+            )
+
+
 def build_spec(model, tokens: list[str], max_positions: int):
     """The CTranslate2 TransformerSpec of a built t2t_lite Transformer, vocabulary registered."""
     ct2 = library()
     hp = model.hparams
     pre_norm = hp.norm_position == "pre"
-    for refused, what in _inexpressible(hp):
-        if refused:
-            raise ValueError(
-                f"--format=ctranslate2: {what}, which a CTranslate2 Transformer cannot "
-                "express; export it as a SavedModel (--format=saved_model) instead"
-            )
+    check_expressible(hp)
     if len(tokens) != model.vocab_size or len(set(tokens)) != len(tokens):
         raise ValueError(
             f"the vocabulary has {len(tokens)} tokens ({len(set(tokens))} distinct); "
