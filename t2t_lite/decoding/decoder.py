@@ -12,7 +12,6 @@ from t2t_lite import hparams as hparams_lib
 from t2t_lite import progress, sequences
 from t2t_lite.decoding import search
 
-
 # Decode hparams' upper bounds: far above any use (the parsing paper's beam is
 # 21, its outputs input + 300 symbols), far below what exhausts a machine.
 MAX_BEAM_SIZE = 256
