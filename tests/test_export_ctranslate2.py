@@ -335,16 +335,68 @@ def test_engine_ctranslate2_refuses_a_ut_run_and_a_missing_extra(tmp_path, monke
 def test_engine_loads_a_conversion_on_another_filesystem_from_a_local_copy(tmp_path):
     from t2t_lite.export import ctranslate2_engine
 
-    assert ctranslate2_engine.local_copy(str(tmp_path)) == str(tmp_path)  # local: itself
+    assert ctranslate2_engine.LocalCopy(str(tmp_path)).path == str(tmp_path)  # local: itself
     remote = "ram://ct2-engine/model-1"
     tf.io.gfile.makedirs(remote)
     for name, data in (("model.bin", b"\x00\x01weights"), ("config.json", b"{}")):
         with tf.io.gfile.GFile(f"{remote}/{name}", "wb") as f:
             f.write(data)
-    local = ctranslate2_engine.local_copy(remote)
-    assert "://" not in local and sorted(os.listdir(local)) == ["config.json", "model.bin"]
-    with open(os.path.join(local, "model.bin"), "rb") as f:
+    local = ctranslate2_engine.LocalCopy(remote)
+    assert "://" not in local.path and sorted(os.listdir(local.path)) == [
+        "config.json",
+        "model.bin",
+    ]
+    with open(os.path.join(local.path, "model.bin"), "rb") as f:
         assert f.read() == b"\x00\x01weights"
+    local.close()
+    assert not os.path.exists(local.path)  # the temporary copy is removed
+
+
+def test_a_damaged_half_made_or_unwritable_conversion_is_made_again_elsewhere_if_need_be(
+    tmp_path, monkeypatch
+):
+    """The engine's conversion: reused while whole; a cut model.bin or a missing
+    one (a killed or damaged conversion) is converted again, not loaded or
+    blocking; the checkpoint file itself is never read (a trainer may have
+    pruned it); a run that cannot be written converts into a temporary place."""
+    from test_transformer import tiny_model
+
+    from t2t_lite.export import ctranslate2_engine
+
+    model = tiny_model()
+    checkpoints.build_model(model)
+    tokens = [sequences.PAD_TOKEN, sequences.EOS_TOKEN] + [str(i) for i in range(9)]
+    hp = decoder_lib.DecodeHParams(max_input_length=16)
+    writes = []
+    write = ctranslate2_model.write
+    monkeypatch.setattr(ctranslate2_model, "write", lambda *a: writes.append(a[-1]) or write(*a))
+    run = tmp_path / "run"
+    run.mkdir()
+    pruned = str(run / "model.ckpt-7")  # no such file: pruned after the weights were read
+
+    def convert():
+        return ctranslate2_engine.converted(str(run), pruned, model, tokens, hp)
+
+    first = convert()
+    assert os.path.basename(first).startswith("model.ckpt-7-") and len(writes) == 1
+    assert convert() == first and len(writes) == 1  # whole: reused
+    model_bin = os.path.join(first, "model.bin")
+    with open(model_bin, "r+b") as f:
+        f.truncate(100)  # damaged
+    assert convert() == first and len(writes) == 2
+    assert ctranslate2.Translator(first, device="cpu")  # loads again
+    os.remove(model_bin)  # half-made
+    assert convert() == first and len(writes) == 3
+    assert sorted(os.listdir(run / "ctranslate2")) == [os.path.basename(first)]
+    # Other weights: a conversion of their own.
+    model.weights[0].assign(model.weights[0] + 1.0)
+    assert convert() != first
+    # A run whose ctranslate2/ cannot be a directory: a temporary conversion.
+    other = tmp_path / "archived"
+    other.mkdir()
+    (other / "ctranslate2").write_text("not a directory")
+    elsewhere = ctranslate2_engine.converted(str(other), pruned, model, tokens, hp)
+    assert not elsewhere.startswith(str(other)) and os.path.exists(elsewhere + "/model.bin")
 
 
 def test_both_engines_hold_an_output_that_never_ends_to_its_own_input_length(tmp_path):

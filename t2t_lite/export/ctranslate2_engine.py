@@ -1,9 +1,12 @@
 """t2t-decode --engine=ctranslate2: a Transformer run decoded by CTranslate2.
 
 On first use the run's checkpoint is converted (ctranslate2_model.write)
-into <run>/ctranslate2/<checkpoint>-<its index's write time>-<positions>/, written under
-a temporary name and renamed when complete; later decodes of the same
-checkpoint reuse it, and a new checkpoint gets a directory of its own. The
+into <run>/ctranslate2/<checkpoint>-<digest of its weights>-<positions>/,
+written under a temporary name with a stamp of its files' sizes written last,
+and renamed when complete; later decodes of the same weights reuse it once
+the stamp checks, a damaged or half-made one is made again, and new weights
+get a directory of their own. A run that cannot be written is converted
+into a temporary directory. The
 engine answers `decode_ids` like the TensorFlow Decoder (per input, its
 hypotheses as ids up to EOS with scores, best first), so t2t-decode's file,
 stdin and split modes tokenize, write and score exactly as with TensorFlow.
@@ -19,6 +22,8 @@ t2t_lite's penalty (`_rescored`), so scores read alike and the choice among
 the beam is t2t_lite's.
 """
 
+import hashlib
+import json
 import os
 import tempfile
 
@@ -31,6 +36,9 @@ from t2t_lite.export import ctranslate2_model
 
 ENGINE_DIR = "ctranslate2"  # inside the run directory
 TEMPORARY = ".incomplete-"
+STAMP_FILE = "t2t_conversion.json"  # written last: each file's size
+# Conversions of runs that cannot be written, for this process's life.
+_TEMPORARY_PARENT = tempfile.TemporaryDirectory(prefix="t2t-ct2-conversions-")
 
 
 def from_run(output_dir: str, checkpoint: str, problem, model, hp) -> "Ctranslate2Decoder":
@@ -46,19 +54,40 @@ def from_run(output_dir: str, checkpoint: str, problem, model, hp) -> "Ctranslat
             "(temperature, top_k) is the tensorflow engine's"
         )
     tokens = problem.graph_tokenizer("").vocabulary()
-    directory = local_copy(converted(output_dir, checkpoint, model, tokens, hp))
-    return Ctranslate2Decoder(ctranslate2.Translator(directory, device="cpu"), tokens, hp)
+    directory = converted(output_dir, checkpoint, model, tokens, hp)
+    local = LocalCopy(directory)
+    try:
+        translator = ctranslate2.Translator(local.path, device="cpu")
+    except RuntimeError as err:  # checked by size, yet unreadable: made again, once
+        logging.warning(
+            "The conversion %s cannot be loaded (%s); converting again.", directory, err
+        )
+        files.remove_tree(directory)
+        local = LocalCopy(converted(output_dir, checkpoint, model, tokens, hp))
+        translator = ctranslate2.Translator(local.path, device="cpu")
+    decoder = Ctranslate2Decoder(translator, tokens, hp)
+    decoder.local_copy = local  # a temporary copy lives as long as the decoder
+    return decoder
 
 
-def local_copy(directory: str) -> str:
-    """`directory` itself on the local disk; elsewhere (gs://, ram://, ...) a local
-    temporary copy, since CTranslate2 reads only local files."""
-    if "://" not in directory:
-        return directory
-    local = tempfile.mkdtemp(prefix="t2t-ct2-")
-    for name in tf.io.gfile.listdir(directory):
-        tf.io.gfile.copy(os.path.join(directory, name), os.path.join(local, name))
-    return local
+class LocalCopy:
+    """A conversion on the local disk: `path` is the directory itself there;
+    elsewhere (gs://, ram://, ...) a temporary local copy, since CTranslate2
+    reads only local files, removed when this object goes (or at exit)."""
+
+    def __init__(self, directory: str):
+        self._temporary = None
+        if "://" not in directory:
+            self.path = directory
+            return
+        self._temporary = tempfile.TemporaryDirectory(prefix="t2t-ct2-")
+        self.path = self._temporary.name
+        for name in tf.io.gfile.listdir(directory):
+            tf.io.gfile.copy(os.path.join(directory, name), os.path.join(self.path, name))
+
+    def close(self) -> None:
+        if self._temporary is not None:
+            self._temporary.cleanup()
 
 
 class Ctranslate2Decoder:
@@ -154,23 +183,79 @@ class Ctranslate2Decoder:
         return scored[: self.hp.num_outputs]
 
 
+def weights_digest(model) -> str:
+    """A digest of the model's weights: what a conversion is made from. Read from
+    the weights in memory, so a checkpoint the trainer prunes after it was read
+    does not matter, and a checkpoint rewritten under the same name is told apart."""
+    digest = hashlib.sha256()
+    for variable in model.weights:  # in build order (names carry per-process counters)
+        value = variable.numpy()
+        digest.update(f"{value.dtype}{value.shape}".encode())
+        digest.update(value.tobytes())
+    return digest.hexdigest()[:16]
+
+
 def converted(run_directory: str, checkpoint: str, model, tokens: list[str], hp) -> str:
-    """The run's CTranslate2 model of `checkpoint` (made now if it is not there yet)."""
-    written = tf.io.gfile.stat(checkpoint + ".index").mtime_nsec
+    """The run's CTranslate2 model of `checkpoint`'s weights (made now if no valid
+    conversion is there: a damaged or half-made one is made again).
+
+    In the run's ctranslate2/ directory; where the run cannot be written (a
+    read-only or archived run), in a temporary directory removed at exit.
+    """
     positions = hp.max_output_positions + 1  # the longest output and EOS, after the start token
-    name = f"{os.path.basename(checkpoint)}-{written}-{positions}"
+    name = f"{os.path.basename(checkpoint)}-{weights_digest(model)}-{positions}"
     parent = os.path.join(run_directory, ENGINE_DIR)
     final = os.path.join(parent, name)
-    if tf.io.gfile.exists(os.path.join(final, "model.bin")):
+    if _complete(final):
         return final
-    tf.io.gfile.makedirs(parent)
+    try:
+        files.check_writable_dir(parent, "the run's ctranslate2/ directory")
+    except ValueError as err:
+        logging.warning("%s; converting into a temporary directory instead.", err)
+        parent = _TEMPORARY_PARENT.name
+        final = os.path.join(parent, name)
     files.remove_leftovers(parent, TEMPORARY)
+    if tf.io.gfile.exists(final):  # half-made or damaged (not _complete): made again
+        logging.warning("The conversion %s is incomplete or damaged; converting again.", final)
+        files.remove_tree(final)
     temporary = os.path.join(parent, f"{TEMPORARY}{files.owner_tag()}{name}")
     try:
         ctranslate2_model.write(model, tokens, positions, temporary)
-        files.rename_dir(temporary, final, last=("model.bin",))
+        _stamp(temporary)
+        try:
+            files.rename_dir(temporary, final, last=(STAMP_FILE,))
+        except tf.errors.OpError:
+            if not _complete(final):  # not another engine's finished conversion
+                raise
     finally:
         if tf.io.gfile.exists(temporary):
             files.remove_tree(temporary)
     logging.info("Converted %s for CTranslate2 into %s.", checkpoint, final)
     return final
+
+
+def _stamp(directory: str) -> None:
+    """Writes STAMP_FILE: each file's size, so a cut or missing file is seen before use."""
+    sizes = {
+        name: tf.io.gfile.stat(os.path.join(directory, name)).length
+        for name in tf.io.gfile.listdir(directory)
+    }
+    files.write_atomically(os.path.join(directory, STAMP_FILE), json.dumps(sizes, sort_keys=True))
+
+
+def _complete(directory: str) -> bool:
+    """Whether `directory` holds a whole conversion: its stamp, and every file it names at its size."""
+    stamp = os.path.join(directory, STAMP_FILE)
+    if not tf.io.gfile.exists(stamp):
+        return False
+    try:
+        sizes = json.loads(files.read_text(stamp))
+        return (
+            all(
+                tf.io.gfile.stat(os.path.join(directory, name)).length == size
+                for name, size in sizes.items()
+            )
+            and "model.bin" in sizes
+        )
+    except (ValueError, AttributeError, tf.errors.NotFoundError):
+        return False
