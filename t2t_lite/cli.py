@@ -88,22 +88,35 @@ def _fail(program: str, message: str) -> None:
 
 
 NO_SPACE = "No space left on device"
+TOO_LARGE = "File too large"  # EFBIG: a per-file limit (ulimit -f, FAT media, quotas)
+_WRITE_LIMITS = (
+    (errno.ENOSPC, NO_SPACE, "no space left on the device", "free space"),
+    (errno.EFBIG, TOO_LARGE, "file size limit exceeded", "raise the limit or write elsewhere"),
+)
 
 
 def full_disk(err: Exception) -> str | None:
-    """The one-line report of a write that found the disk full (TensorFlow's
-    ResourceExhaustedError or an OSError), naming the file; None for other errors."""
-    if isinstance(err, OSError) and err.errno == errno.ENOSPC:
-        where = err.filename or "a file"
-    elif NO_SPACE in str(err):
-        found = re.search(r"(\S+); " + NO_SPACE, str(err))
-        where = found.group(1) if found else "a file"
-    else:
-        return None
-    return (
-        f"no space left on the device writing {where}; free space and run it again "
-        "(the writes it finished are whole, the unfinished one was removed)"
-    )
+    """The one-line report of a write that found the disk full or a file-size
+    limit (TensorFlow's errors or an OSError, chained ones included), naming the
+    file; None for other errors."""
+    for number, text, what, remedy in _WRITE_LIMITS:
+        cause: BaseException | None = err
+        while cause is not None:  # a chained error may carry the reason
+            if isinstance(cause, OSError) and cause.errno == number:
+                where = cause.filename or "a file"
+                break
+            if text in str(cause):
+                found = re.search(r"(\S+); " + text, str(cause))
+                where = found.group(1) if found else "a file"
+                break
+            cause = cause.__cause__ or cause.__context__
+        else:
+            continue
+        return (
+            f"{what} writing {where}; {remedy} and run it again "
+            "(the writes it finished are whole, the unfinished one was removed)"
+        )
+    return None
 
 
 # Model metrics shown when present: ACT's mean ponder time (N + R) per stack.

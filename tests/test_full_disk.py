@@ -125,3 +125,43 @@ def test_a_checkpoint_the_list_does_not_name_is_listed(tmp_path):
         "model.ckpt-4",
         "model.ckpt-3",
     ]
+
+
+def test_a_file_size_limit_is_one_line_naming_the_file_like_a_full_disk(tmp_path):
+    # A real per-file limit (ulimit -f; FAT media and quotas give the same EFBIG),
+    # in a process of its own: TensorFlow's write and Python's, chained or not.
+    import subprocess
+    import sys
+
+    code = """
+import resource, sys
+from t2t_lite import cli, files
+import tensorflow as tf
+resource.setrlimit(resource.RLIMIT_FSIZE, (65536, resource.RLIM_INFINITY))
+def tf_write():
+    with tf.io.gfile.GFile(sys.argv[1] + "/big.bin", "wb") as f:
+        f.write(b"x" * 200000)
+def chained():  # as the CTranslate2 conversion reports its write
+    path = sys.argv[1] + "/py.bin"
+    try:
+        with open(path, "wb") as f:
+            f.write(b"x" * 200000)
+    except OSError as err:
+        raise RuntimeError("while writing a conversion") from OSError(err.errno, err.strerror, path)
+which = {"tf": tf_write, "chained": chained}[sys.argv[2]]
+cli.run("t2t-datagen", which)
+"""
+    for which, name in (("tf", "big.bin"), ("chained", "py.bin")):
+        result = subprocess.run(
+            [sys.executable, "-c", code, str(tmp_path), which],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+            timeout=120,
+            check=False,
+        )
+        assert result.returncode == 1, result.stderr[-2000:]
+        assert "Traceback" not in result.stderr
+        last = result.stderr.strip().splitlines()[-1]
+        assert last.startswith("t2t-datagen: error: file size limit exceeded writing "), last
+        assert name in last and "raise the limit or write elsewhere" in last

@@ -244,7 +244,12 @@ def write(model, tokens: list[str], max_positions: int, directory: str) -> list[
     """
     spec = build_spec(model, tokens, max_positions)
     with tempfile.TemporaryDirectory(prefix="t2t-ct2-") as local:
-        spec.save(local)
+        try:
+            spec.save(local)
+        except OSError as err:  # its own writes name no file (a full disk, EFBIG)
+            if err.filename:
+                raise
+            raise OSError(err.errno, err.strerror, os.path.join(local, "model.bin")) from err
         names = sorted(tf.io.gfile.listdir(local))
         tf.io.gfile.makedirs(directory)
         for name in names:
