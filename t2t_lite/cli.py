@@ -6,6 +6,7 @@ import gc
 import re
 import signal
 import sys
+import threading
 from collections.abc import Callable
 
 from absl import app, flags, logging
@@ -59,18 +60,33 @@ def start(doc: str | None, main: Callable[[list[str]], None]) -> None:
     app.run(main)
 
 
+class Terminated(BaseException):
+    """SIGTERM outside a training loop (data generation, a final evaluation, a
+    decode): raised where the program is, like KeyboardInterrupt for Ctrl-C, so
+    its clean-ups run (unfinished files removed, locks released)."""
+
+
+def _terminate(number, frame) -> None:
+    raise Terminated()
+
+
 def run(program: str, fn: Callable[[], None]) -> None:
     """Calls fn; a user error or a full disk prints "program: error: message" and exits 1;
     a run stopped by a signal after saving prints where and exits 128 + the signal's
-    number (saved, but unfinished); Ctrl-C elsewhere exits 130."""
+    number (saved, but unfinished); Ctrl-C elsewhere exits 130, SIGTERM elsewhere 143
+    (a training loop handles both itself: stopping.StopConditions)."""
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if in_main else None
     try:
         fn()
     except Interrupted as stopped:  # saved as asked: no error line, but not finished
         print(f"{program}: {stopped}", file=sys.stderr)
         sys.exit(stopped.status)
-    except KeyboardInterrupt:  # Ctrl-C outside a training loop; writes are atomic
-        print(f"{program}: interrupted; no file was left half-written", file=sys.stderr)
-        sys.exit(signal_status("SIGINT"))
+    except (KeyboardInterrupt, Terminated) as stopped:  # outside a loop; writes are atomic
+        name = "SIGINT" if isinstance(stopped, KeyboardInterrupt) else "SIGTERM"
+        how = "interrupted" if name == "SIGINT" else "stopped by SIGTERM"
+        print(f"{program}: {how}; no file was left half-written", file=sys.stderr)
+        sys.exit(signal_status(name))
     except USER_ERRORS as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
         _fail(program, message)
@@ -79,6 +95,9 @@ def run(program: str, fn: Callable[[], None]) -> None:
         if message is None:
             raise
         _fail(program, message)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _fail(program: str, message: str) -> None:

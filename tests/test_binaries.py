@@ -215,3 +215,52 @@ def test_a_bad_keep_best_is_one_line(tmp_path, binary, flags, says):
     assert result.returncode == 1
     assert f"{binary}: error: {says}" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+SIGTERM_OUTSIDE_THE_LOOP = """
+import sys, time
+from t2t_lite import cli, run_lock
+from t2t_lite.data import problem
+from t2t_lite.problems import algorithmic, datagen
+
+def final_evaluation():  # a trainer's lock held, as during its last evaluation
+    run_lock.RunLock(sys.argv[1]).acquire()
+    print("ready", flush=True)
+    time.sleep(60)
+
+def generating():  # t2t-datagen half way through a shard
+    def slow(self, data_dir, seed=1):
+        with open(data_dir + "/p-train-00000-of-00001.incomplete-x", "w") as f:
+            f.write("half")
+        print("ready", flush=True)
+        time.sleep(60)
+    problem.get("algorithmic_identity_binary40").__class__.generate_data = slow
+    datagen.generate("algorithmic_identity_binary40", sys.argv[1])
+
+cli.run("t2t-train", {"train": final_evaluation, "datagen": generating}[sys.argv[2]])
+"""
+
+
+@pytest.mark.parametrize("where", ["train", "datagen"])
+def test_sigterm_outside_a_training_loop_is_one_line_and_leaves_no_lock(tmp_path, where):
+    """A scheduler's SIGTERM during data generation or a final evaluation (no
+    training loop to save): status 143, one line, the lock and the unfinished
+    shard removed, as Ctrl-C there does."""
+    import signal
+
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
+    process = subprocess.Popen(
+        [sys.executable, "-c", SIGTERM_OUTSIDE_THE_LOOP, str(tmp_path), where],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert process.stdout.readline().strip() == "ready"
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 143, err[-2000:]
+    assert err.strip().splitlines()[-1] == (
+        "t2t-train: stopped by SIGTERM; no file was left half-written"
+    )
+    assert sorted(os.listdir(tmp_path)) == []  # no lock, no unfinished shard
