@@ -117,9 +117,11 @@ def test_on_whole_splits_the_final_evaluation_is_the_last_steps_candidacy(
     t._split_metrics = counting
     t.train()
     assert [step for step, _ in calls] == [2, 4, 6, 8]
-    # dev at 2, 4 and 6, then every split once at 8; the best again only if it is not 8.
+    # One batch of dev before step 1 (is "fake" among its metrics?), dev at 2, 4
+    # and 6, then every split once at 8; the best again only if it is not 8.
     again = [("dev", 8), ("test", 8)] if best_step != 8 else []
-    assert evaluated == [("dev", 2), ("dev", 4), ("dev", 6), ("dev", 8), ("test", 8), *again]
+    periodic = [("dev", 2), ("dev", 4), ("dev", 6)]
+    assert evaluated == [("dev", 0), *periodic, ("dev", 8), ("test", 8), *again]
     last = read_json(out / run_dir.METRICS_FILE)
     chosen = read_json(out / run_dir.METRICS_BEST_FILE)
     assert chosen["step"] == best_step and chosen["selected_by"]["value"] == fake[best_step]
@@ -180,9 +182,16 @@ def test_bad_keep_best_flags_are_one_line_errors(small_data, tmp_path):
             trainer.TrainConfig(keep_best=text)
     with pytest.raises(ValueError, match="--keep_best: test_identity_small has no split 'nope'"):
         make_trainer(small_data, str(tmp_path / "a"), 2, keep_best="nope/loss")
-    t = make_trainer(small_data, str(tmp_path / "b"), 2, keep_best="dev/bleu_score")
+    # A metric typo is refused before the first step, not at the first evaluation
+    # (with --local_eval_frequency=2000 that was hours into the run).
+    out = str(tmp_path / "b")
+    t = make_trainer(small_data, out, 4000, keep_best="dev/bleu_score", local_eval_frequency=2000)
+    trained = []
+    train_step = t._train_step
+    t._train_step = lambda batches: trained.append(1) or train_step(batches)
     with pytest.raises(cli.UserError, match="has no metric 'bleu_score'; it has .*accuracy"):
         t.train()
+    assert trained == [] and checkpoints.by_step(out) == []
 
 
 def test_the_split_is_evaluated_though_not_in_eval_splits(small_data, tmp_path):
@@ -205,6 +214,9 @@ def test_t2t_compare_with_keep_best_prints_and_records_the_best_checkpoints_figu
 
     # Periodic evaluations of one batch: the choice must read the whole split anyway.
     monkeypatch.setattr(comparison, "EVAL_STEPS", 1)
+    # No later evaluation improves on the first: step 3 is kept, not the last (whose
+    # figures would equal the final evaluation's whatever chose it).
+    monkeypatch.setattr(best.Spec, "better", lambda self, value, than: False)
     data = str(tmp_path / "d")
     problem_lib.get("test_identity_small").generate_data(data, seed=3)
     config = trainer.TrainConfig(train_steps=6, local_eval_frequency=3, keep_best="dev/loss")
@@ -215,7 +227,7 @@ def test_t2t_compare_with_keep_best_prints_and_records_the_best_checkpoints_figu
     run = os.path.join(out, "test_identity_small", "ut_length_depth")
     chosen = read_json(os.path.join(run, run_dir.METRICS_BEST_FILE))
     step = chosen["step"]
-    assert step in (3, 6) and chosen["source"]["keep_best"] == "dev/loss"
+    assert step == 3 and chosen["source"]["keep_best"] == "dev/loss"
     # Chosen on the whole split: the figure that chose it is the final one of its weights.
     assert chosen["selected_by"]["value"] == pytest.approx(chosen["dev"]["loss"], rel=1e-5)
     decoded = read_json(os.path.join(run, "greedy_best_test.json"))

@@ -128,14 +128,18 @@ class BestCheckpoint:
                 tf.io.gfile.remove(path)
             logging.info("Removed %s, no longer the best checkpoint.", prefix)
 
-    def consider(self, step: int, metrics: dict[str, float]) -> bool:
-        """Keeps the current state as the best if metrics (the split's evaluation at
-        `step`) improve on the kept one -> whether it did."""
+    def check_metric(self, metrics: dict[str, float]) -> None:
+        """Refuses --keep_best when an evaluation of its split (`metrics`) lacks its metric."""
         if self.spec.metric not in metrics:
             raise cli.UserError(
                 f"--keep_best={self.spec}: the evaluation of {self.spec.split} has no "
                 f"metric {self.spec.metric!r}; it has {', '.join(sorted(metrics))}"
             )
+
+    def consider(self, step: int, metrics: dict[str, float]) -> bool:
+        """Keeps the current state as the best if metrics (the split's evaluation at
+        `step`) improve on the kept one -> whether it did."""
+        self.check_metric(metrics)
         value = float(metrics[self.spec.metric])
         if math.isnan(value):  # never the best
             return False

@@ -70,6 +70,10 @@ def evaluate(
     return summarize(totals)
 
 
+# What every evaluation reports; models and problems add their own (ponder time, BLEU).
+CORE_METRICS = ("loss", "accuracy", "sequence_accuracy", "perplexity", "examples")
+
+
 def summarize(totals: dict[str, float]) -> dict[str, float]:
     """Sums -> loss, accuracy, sequence_accuracy, the example count and model metrics."""
     if not totals or totals["tokens"] == 0:

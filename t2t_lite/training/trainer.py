@@ -122,6 +122,8 @@ class Trainer:
         start_step = step = int(self.step.numpy())
         if start_step > config.train_steps:  # its figures would carry the smaller budget's name
             raise ValueError(past_budget(self.output_dir, start_step, config.train_steps))
+        if self.best is not None and start_step < config.train_steps:
+            self._check_best_metric()  # a typo is refused now, not at the first evaluation
         writer = self._summary_writer("train")
         curriculum = self._curriculum(start_step)
         # Reseed the shuffle on resume so a restarted run does not replay its data.
@@ -201,6 +203,13 @@ class Trainer:
                 config.train_minutes, step, self.stop.seconds(),
             )  # fmt: skip
         return self.final_evaluation("time budget" if reason else "train_steps")
+
+    def _check_best_metric(self) -> None:
+        """--keep_best's metric, checked against an evaluation of one batch of its
+        split (the metrics a model reports depend on the model and problem)."""
+        if self.best.spec.metric in evaluation.CORE_METRICS:
+            return
+        self.best.check_metric(self._split_metrics(self.best.spec.split, max_steps=1))
 
     @contextlib.contextmanager
     def _training_loop(self) -> Iterator[None]:
