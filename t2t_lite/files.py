@@ -27,8 +27,12 @@ def write_bytes_atomically(path: str, data: bytes) -> None:
     directory = os.path.dirname(path)
     if directory:
         tf.io.gfile.makedirs(directory)
-        # A killed writer's temporary file of this path (its process is gone).
-        remove_leftovers(directory, os.path.basename(path) + TEMPORARY)
+    if directory and directory not in _swept:
+        # Killed writers' temporary files (their processes are gone), of any path
+        # there: one listing per directory and process, not one per write (on
+        # gs:// a listing is a network call).
+        remove_leftovers(directory, TEMPORARY, anywhere=True)
+        _swept.add(directory)
     temporary = temporary_name(path)
     with removed_on_failure([temporary]):
         with tf.io.gfile.GFile(temporary, "wb") as f:
@@ -40,6 +44,7 @@ def write_bytes_atomically(path: str, data: bytes) -> None:
 
 TEMPORARY = ".tmp-"
 _temporaries = itertools.count()
+_swept: set[str] = set()  # directories whose leftovers this process removed
 
 
 def temporary_name(path: str) -> str:

@@ -32,8 +32,24 @@ def test_a_killed_writers_temporary_file_is_removed_by_the_next_write(tmp_path):
     leftover.write_text("half")
     other = tmp_path / f"y.json{files.TEMPORARY}{gone}@{files.HOST}@0"  # another file's
     other.write_text("half")
+    live = tmp_path / f"z.json{files.TEMPORARY}{os.getpid()}@{files.HOST}@0"  # a live writer's
+    live.write_text("half")
     files.write_atomically(str(tmp_path / "x.json"), "{}")
-    assert sorted(os.listdir(tmp_path)) == ["x.json", other.name]
+    # The first write into a directory removes dead writers' leftovers of any file there.
+    assert sorted(os.listdir(tmp_path)) == ["x.json", live.name]
+
+
+def test_a_directory_is_listed_for_leftovers_once_per_process_not_per_write(tmp_path, monkeypatch):
+    # On gs:// a listing is a network call: one per directory, not one per write.
+    listed = []
+    listdir = files.tf.io.gfile.listdir
+    monkeypatch.setattr(
+        files.tf.io.gfile, "listdir", lambda path: listed.append(path) or listdir(path)
+    )
+    for n in range(5):
+        files.write_atomically(str(tmp_path / "a" / f"{n}.json"), "{}")
+    files.write_atomically(str(tmp_path / "b" / "0.json"), "{}")
+    assert listed == [str(tmp_path / "a"), str(tmp_path / "b")]
 
 
 def test_a_local_write_is_flushed_to_the_disk_before_the_rename(tmp_path, monkeypatch):

@@ -312,3 +312,23 @@ def test_datagen_logs_its_true_encoding_rate(tmp_path, monkeypatch, caplog):
     assert len(examples) == 50
     assert "train: encoding: 50 pairs, 50.0 pairs/s" in caplog.text
     assert "train: encoding: 50/50 pairs (100%), 50.0 pairs/s\n" in caplog.text + "\n"
+
+
+def test_datagen_progress_counts_the_pairs_dropped_before_tokenization(
+    tmp_path, monkeypatch, caplog
+):
+    """One pair far too long to tokenize is dropped unread: the progress still
+    reaches its total (51 of 51), as the pairs it was counted among are done."""
+    from t2t_lite import progress
+
+    write_corpus(tmp_path)
+    prob, data_dir, _ = generate(tmp_path)
+    pairs = list(prob._clean_pairs(data_dir, "train"))
+    pairs.append(("hund " * 200_000, "dog", "train.tsv:51"))  # dropped before tokenization
+    ticks = iter(range(10**6, 10**6 + 100))
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: float(next(ticks)))
+    monkeypatch.setattr(progress, "EVERY_S", 0.5)
+    with caplog.at_level("INFO"):
+        examples = list(prob._encode(pairs, "train", len(pairs)))
+    assert len(examples) == 50
+    assert "train: encoding: 51/51 pairs (100%)" in caplog.text

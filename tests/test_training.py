@@ -360,3 +360,19 @@ def test_a_trainer_generates_missing_data_once_under_the_lock_and_not_with_its_s
     setup = run_setup.prepare(exp, second, str(tmp_path / "run2"), seeded)
     setup.lock.release()
     assert generated == [second]  # the other trainer's generation only
+
+
+def test_a_run_holding_an_hparam_this_version_lacks_is_refused_not_resumed(tmp_path):
+    # check_matches compares the current keys; a key the run has and this
+    # version lacks is refused when the run's experiment.json is read.
+    exp = experiment.Experiment.resolve("transformer", "test_identity_small", "transformer_test")
+    run = str(tmp_path / "run")
+    exp.save(run)
+    path = os.path.join(run, "experiment.json")
+    with open(path) as f:
+        data = json.load(f)
+    data["hparams"]["a_removed_key"] = 3
+    with open(path, "w") as f:
+        json.dump(data, f)
+    with pytest.raises(ValueError, match=r"experiment.json: .*unknown hparam 'a_removed_key'"):
+        exp.check_matches(run)

@@ -225,7 +225,7 @@ class Text2TextProblem(problem.Problem):
                     "targets": sequences.with_eos(target_ids),
                 }
             done += n
-            shown.update(done)
+            shown.update(done + skipped[0])  # pairs dropped before tokenization count as done
         if failure:
             raise failure[0]
         too_long += skipped[0]
