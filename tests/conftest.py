@@ -177,9 +177,18 @@ def run_binary(name: str, *args: str) -> subprocess.CompletedProcess:
 def compare_one_row(tmp_path, key: str, problem_name: str):
     """`key`'s entry trained 6 steps on problem_name through t2t-compare (evaluated
     at 3 and 6, all test examples greedy-decoded) -> (the table row's cells, the
-    run's hparams)."""
-    from t2t_lite import experiment
-    from t2t_lite.reproduction import comparison
+    run's hparams).
+
+    The row's figures are checked here against figures computed apart from the
+    table: the run's own final evaluation (metrics.json) for the teacher-forced
+    columns, and a greedy decode of every test example, scored by hand, for the
+    greedy ones."""
+    import json
+
+    from t2t_lite import experiment, run_dir, sequences
+    from t2t_lite.data import tfrecord
+    from t2t_lite.decoding import runner
+    from t2t_lite.reproduction import comparison, greedy
 
     data_dir = str(tmp_path / "d")
     problem.get(problem_name).generate_data(data_dir, seed=3)
@@ -187,7 +196,26 @@ def compare_one_row(tmp_path, key: str, problem_name: str):
     out = str(tmp_path / "o")
     table = comparison.compare(out, [key], [problem_name], data_dir, config, greedy_examples=-1)
     cells = [cell.strip() for cell in table.splitlines()[2].strip("|").split("|")]
-    return cells, experiment.Experiment.load(os.path.join(out, problem_name, key)).hparams
+    run = os.path.join(out, problem_name, key)
+    with open(os.path.join(run, "metrics.json")) as f:
+        final = json.load(f)
+    assert cells[2] == f"{final['test']['accuracy']:.2f}"
+    assert cells[3] == f"{final['test']['sequence_accuracy']:.2f}"
+    assert cells[8] == f"{final['dev']['sequence_accuracy']:.2f}"  # at training lengths
+    prob, model, _ = run_dir.open_run(run)
+    examples = tfrecord.read_examples(prob.split_files(data_dir, "test"), -1)
+    inputs = [sequences.strip_eos(e["inputs"]) for e in examples]
+    outputs = runner.make_decoder(model, greedy.GREEDY).decode_ids(inputs)
+    right = positions = exact = 0
+    for example, [(ids, _)] in zip(examples, outputs, strict=True):
+        target = list(example["targets"])  # EOS included
+        decoded = [*ids, sequences.EOS_ID]
+        right += sum(i < len(decoded) and decoded[i] == t for i, t in enumerate(target))
+        positions += len(target)
+        exact += decoded == target
+    assert cells[4] == f"{right / positions:.2f}"
+    assert cells[5] == f"{exact / len(examples):.2f}"
+    return cells, experiment.Experiment.load(run).hparams
 
 
 def entry_experiment(key: str, problem_name: str):

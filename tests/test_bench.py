@@ -91,11 +91,9 @@ def test_the_decoding_benchmark_runs_against_ctranslate2_through_public_entry_po
     )
     assert [row["search"] for row in rows] == ["greedy", "beam2"]
     for row in rows:
-        assert row["output_tokens"] == 7
-        for key in ("t2t_decode", "serving", "serving_xla", "engine_ctranslate2"):
-            # Each ratio is its rate over CTranslate2's, measured in the same run.
-            ratio = row[f"{key}_tokens_per_sec"] / row["ctranslate2_tokens_per_sec"]
-            assert row[f"{key}_over_ctranslate2"] == pytest.approx(ratio, rel=0.01, abs=0.006)
+        assert row["output_tokens"] == 7  # output_length symbols and EOS, on every side
+        for key in ("t2t_decode", "serving", "serving_xla", "engine_ctranslate2", "ctranslate2"):
+            assert row[f"{key}_tokens_per_sec"] > 0  # each side was measured in this run
 
 
 @pytest.mark.slow
@@ -134,15 +132,20 @@ def test_the_training_throughput_benchmark_prints_its_line(tmp_path):
     blocks = 2 * (4 * 256 + ffn + 2 * 32) + 2 * (8 * 256 + ffn + 3 * 32)
     assert result["parameters"] == 50 * 16 + blocks + 2 * 32 == 11_616
     assert result["batch_tokens"] == 64  # 8 rows of length 8
-    assert result["tokens_per_sec"] == pytest.approx(
-        min(result["tokens_per_sec_repeats"]), rel=1e-3
-    )  # one repeat: its rate is the median
-    assert result["mfu"] == pytest.approx(
-        result["model_gflops_per_sec"] / result["matmul_peak_gflops"], rel=0.02, abs=1e-4
-    )
-    if reference.endswith("true"):
-        ratio = result["tokens_per_sec"] / result["torch_tokens_per_sec"]
-        assert result["ratio_vs_torch"] == pytest.approx(ratio, rel=0.01)
+    assert len(result["tokens_per_sec_repeats"]) == 1 and result["tokens_per_sec"] > 0
+    assert ("torch_tokens_per_sec" in result) == reference.endswith("true")
+
+
+def test_the_training_flops_per_token_by_hand():
+    """The FLOPs behind the training bench's MFU, for transformer_test at V=50,
+    d=16, ff=32, 2+2 layers, S=T=8, counted by hand: 2 FLOPs a multiply-add.
+    Encoder layer: 4 d^2 (attention) + 2 d ff (FFN) = 2,048 weights; decoder
+    layer: 8 d^2 + 2 d ff = 3,072; dense = 2 (2 * 2,048 + 2 * 3,072 + 16 * 50)
+    = 22,080; attention scores and context 4 d (2 * 8 + 2 * (8 + 8)) = 3,072;
+    training is 3 forwards: 3 * 25,152."""
+    import common
+
+    assert common.transformer_flops_per_token(16, 32, 2, 2, 50, 8, 8) == 3 * 25_152
 
 
 @pytest.mark.slow

@@ -482,9 +482,8 @@ def test_the_length_scaled_ut_trains_evaluates_and_greedy_decodes_through_compar
     the table's row has every figure, and the run's hparams are the entry's."""
     cells, hp = compare_one_row(tmp_path, "ut_length_depth", "test_identity_small")
     assert cells[1].startswith("UT, depth ceil(n/2)+1")
-    # char-acc, seq-acc, greedy char-acc, greedy seq-acc and training-length seq-acc
-    # are figures; no paper figure for this problem, no ponder time without ACT.
-    assert all(0.0 <= float(cells[i]) <= 1.0 for i in (2, 3, 4, 5, 8))
+    # The figures are checked against independent ones in compare_one_row; no
+    # paper figure for this problem, no ponder time without ACT.
     assert cells[6] == cells[7] == cells[9] == "-"
     assert hp.length_depth and hp.rec_steps_random == 1 and hp.rec_decoder_steps == 4
 
