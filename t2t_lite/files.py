@@ -92,6 +92,17 @@ def write_atomically(path: str, text: str) -> None:
     write_bytes_atomically(path, text.encode("utf-8"))
 
 
+def write_output(path: str, text: str) -> None:
+    """A program's output file: written atomically, except a local pipe or device
+    (a FIFO, /dev/stdout), which is written into as it is: a rename would put a
+    regular file in its place and leave its reader waiting."""
+    if not scheme(path) and os.path.exists(path) and not os.path.isfile(path):
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return
+    write_atomically(path, text)
+
+
 def _reason(err: Exception) -> str:
     return getattr(err, "message", None) or getattr(err, "strerror", None) or str(err)
 

@@ -272,3 +272,26 @@ def test_t2t_compare_reads_a_best_checkpoint_before_the_last_step_as_finished(
     assert cells[2] == f"{chosen['test']['accuracy']:.2f}"
     record = read_json(os.path.join(kept, "test_identity_small", "ut_length_depth", "seed1.json"))
     assert record["results"]["test"]["accuracy"] == chosen["test"]["accuracy"]
+
+
+def test_a_full_disk_while_copying_the_best_leaves_no_part_of_that_copy(small_data, tmp_path):
+    # The write fails after its index is partly written (a real full disk left
+    # 8,192 of 10,960 bytes): the message says the unfinished write was removed,
+    # so it is; best.json still names the earlier step, whose files stay.
+    t = make_trainer(small_data, str(tmp_path / "run"), 4, keep_best="dev/loss")
+    best_dir = tmp_path / "run" / "best"
+    t.best.consider(2, {"loss": 2.0})
+    write = t.best.checkpoint.write
+
+    def full(prefix):
+        with open(prefix + ".index", "wb") as f:
+            f.write(b"\x00" * 100)  # part of the index
+        raise tf.errors.ResourceExhaustedError(None, None, f"{prefix}.index; No space left")
+
+    t.best.checkpoint.write = full
+    with pytest.raises(tf.errors.ResourceExhaustedError):
+        t.best.consider(4, {"loss": 1.0})
+    t.best.checkpoint.write = write
+    assert not [n for n in os.listdir(best_dir) if n.startswith("model.ckpt-4")]
+    assert [n for n in os.listdir(best_dir) if n.startswith("model.ckpt-2")]
+    assert read_json(best_dir / best.BEST_FILE)["step"] == 2

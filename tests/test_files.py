@@ -65,3 +65,22 @@ def test_a_local_write_is_flushed_to_the_disk_before_the_rename(tmp_path, monkey
     files.write_atomically("ram://files-test/a.txt", "text")  # no fsync there
     assert events == ["rename"]
     assert files.read_text("ram://files-test/a.txt") == "text"
+
+
+def test_an_output_named_by_a_pipe_is_written_into_it_not_replaced(tmp_path):
+    # t2t-decode --decode_to_file=FIFO (or /dev/stdout): the reader gets the lines
+    # and the pipe stays a pipe; a regular file is still replaced atomically.
+    import stat
+    import threading
+
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()))
+    reader.start()
+    files.write_output(str(fifo), "1 2\n3\n")
+    reader.join(timeout=30)
+    assert received == ["1 2\n3\n"] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+    regular = tmp_path / "out.txt"
+    files.write_output(str(regular), "a\n")
+    assert regular.read_text() == "a\n" and sorted(os.listdir(tmp_path)) == ["out.fifo", "out.txt"]

@@ -241,3 +241,30 @@ def test_a_record_keeps_the_runs_training_time_and_curves_and_a_table_draws_them
     # Printed from the records, they are left as they were (the trail not dropped).
     assert tf.io.gfile.GFile(path, "rb").read() == before
     assert records.run_trail(str(tmp_path / "no run")) == {}
+
+
+def test_a_record_or_metrics_file_that_parses_but_is_damaged_names_its_file(tmp_path):
+    # Valid JSON, wrong content: once "t2t-compare: error: test" or "Unknown format
+    # code 'f' for object of type 'str'", naming no file.
+    from t2t_lite.reproduction import finished
+    from t2t_lite.training import trainer
+
+    exp = Experiment.resolve("transformer", "test_identity_small", "transformer_test")
+    body = {"depends_on": {"experiment": {"hparams": {}}}}
+    cases = {
+        "no_test.json": {"results": {"dev": {"accuracy": 0.5}}},
+        "strings.json": {"results": {"dev": {"accuracy": "0.5"}, "test": {"accuracy": 0.5}}},
+    }
+    for name, damage in cases.items():
+        path = tmp_path / name
+        path.write_text(json.dumps({**body, **damage}))
+        with pytest.raises(ValueError, match=rf"{name}: not a t2t-compare record \(.*results"):
+            records._read(str(path), {}, records._body, type(exp.hparams))
+    run = tmp_path / "run"
+    exp.save(str(run))
+    metrics = run / "metrics.json"
+    config = trainer.TrainConfig(train_steps=1)
+    for content in ('{"step": 1, "dev": {"loss": 1.0}\n', '{"step": 1, "dev": {"loss": "x"}}'):
+        metrics.write_text(content)
+        with pytest.raises(ValueError, match=r"metrics.json: not a valid metrics file"):
+            finished.figures(str(run), exp, str(tmp_path), config)

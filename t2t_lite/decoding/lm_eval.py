@@ -144,5 +144,5 @@ def evaluate_file(
         raise ValueError(f"{path}: no lines to evaluate")
     metrics, details = (lambada if kind == "lambada" else agreement)(model, problem, lines, path)
     if output_path:
-        files.write_atomically(output_path, "".join(line + "\n" for line in details))
+        files.write_output(output_path, "".join(line + "\n" for line in details))
     return metrics

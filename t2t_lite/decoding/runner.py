@@ -85,7 +85,7 @@ def decode_file(
     errors += encode_errors
     outputs = decoder.decode_ids(inputs, input_path)
     text = "".join(format_hypotheses(problem, hyps, decoder.hp) + "\n" for hyps in outputs)
-    files.write_atomically(output_path, text)
+    files.write_output(output_path, text)
     logging.info("Decoded %d lines of %s into %s.", len(lines), input_path, output_path)
     return errors
 

@@ -46,9 +46,20 @@ def _figures(path: str, exp, data_dir: str, config, keep_best: str) -> tuple | N
     budget and `keep_best`; None if absent or stale (ValueError if made otherwise)."""
     if not tf.io.gfile.exists(path):
         return None
-    metrics = json.loads(files.read_text(path))
-    step = metrics.pop("step", None)
-    source = metrics.pop(METRICS_SOURCE, None)
+    try:
+        metrics = json.loads(files.read_text(path))
+        step = metrics.pop("step", None)
+        source = metrics.pop(METRICS_SOURCE, None)
+        if not isinstance(step, int | None) or not isinstance(source, dict | None):
+            raise TypeError("its step or source has the wrong type")
+        for split, figures in metrics.items():
+            if split != "selected_by" and not (
+                isinstance(figures, dict)
+                and all(v is None or isinstance(v, int | float) for v in figures.values())
+            ):
+                raise TypeError(f"{split} is not an object of numbers")
+    except (AttributeError, TypeError, ValueError) as err:
+        raise ValueError(f"{path}: not a valid metrics file ({err})") from None
     if source is None:  # written before metrics.json named its source: evaluate again
         logging.info("%s names no data_dir; evaluating its checkpoint on %s.", path, data_dir)
         return None

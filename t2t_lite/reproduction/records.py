@@ -121,8 +121,19 @@ class Records:
 
 
 def _body(body: dict) -> dict:
-    if not isinstance(body["results"], dict):
+    """An algorithmic record's figures: results per split, each split's metrics numbers."""
+    results = body["results"]
+    if not isinstance(results, dict):
         raise TypeError("its results are not an object")
+    for split in ("dev", "test"):  # every table reads both
+        if split not in results:
+            raise KeyError(f"its results have no {split!r} split")
+    for split, metrics in results.items():
+        if not isinstance(metrics, dict):
+            raise TypeError(f"results.{split} is not an object")
+        for metric, value in metrics.items():
+            if value is not None and not isinstance(value, int | float):
+                raise TypeError(f"results.{split}.{metric} is {value!r}, not a number")
     return dict(body)
 
 

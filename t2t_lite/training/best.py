@@ -148,8 +148,10 @@ class BestCheckpoint:
         prefix = os.path.join(self.save_dir, f"{checkpoints.CHECKPOINT_NAME}-{step}")
         try:
             self.checkpoint.write(prefix)
-        except Exception:
+        except Exception:  # a full disk: nothing of this step's copy stays
             checkpoints.remove_save_leftovers(self.save_dir)
+            for path in tf.io.gfile.glob(prefix + ".*"):
+                tf.io.gfile.remove(path)
             raise
         kept = {"step": step, "split": self.spec.split, "metric": self.spec.metric,
                 "value": value}  # fmt: skip
