@@ -332,3 +332,19 @@ def test_datagen_progress_counts_the_pairs_dropped_before_tokenization(
         examples = list(prob._encode(pairs, "train", len(pairs)))
     assert len(examples) == 50
     assert "train: encoding: 51/51 pairs (100%)" in caplog.text
+
+
+def test_a_line_too_long_to_encode_is_left_out_of_the_vocabulary_sample(tmp_path, caplog):
+    # One 40 MB line once cost 3.94 GB in the vocabulary pass; it is dropped at
+    # encoding anyway, so the sample never holds it.
+    write_corpus(tmp_path)
+    with open(tmp_path / "train.de", "a", encoding="utf-8") as f:
+        f.write("hund " * 10_000 + "\n")  # 50,000 characters > 256 * 100
+    with open(tmp_path / "train.en", "a", encoding="utf-8") as f:
+        f.write("dog\n")
+    prob, data_dir, _ = generate(tmp_path)
+    with caplog.at_level("INFO"):
+        lines, total = prob.vocabulary_sample(data_dir, seed=1)
+    assert total == 51 and all(len(line) < 25_600 for line in lines)
+    assert len(lines) == 2 * 50
+    assert "1 pair(s) over 25600 characters left out of the vocabulary sample" in caplog.text

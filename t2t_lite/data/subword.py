@@ -35,6 +35,10 @@ PAD, EOS, UNK = sequences.PAD_TOKEN, sequences.EOS_TOKEN, "[UNK]"
 RESERVED = (PAD, EOS, UNK)
 UNK_ID = 2
 # A word: optional "▁" then letters/marks/digits; or one other character.
+# FastWordpieceTokenizer's max_bytes_per_token (its default): a longer word is
+# one UNK piece, so a line of more than N * WORD_CHARS characters has more than
+# N pieces unless it holds such words, which teach a vocabulary nothing.
+WORD_CHARS = 100
 WORD = rf"{SPACE}?[\p{{L}}\p{{M}}\p{{N}}]+|{SPACE}?[^\p{{L}}\p{{M}}\p{{N}}{SPACE}]|{SPACE}"
 
 

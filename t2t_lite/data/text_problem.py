@@ -145,15 +145,25 @@ class Text2TextProblem(problem.Problem):
         size = self._sample_pairs()
         rng = random.Random(seed)
         reservoir: list[tuple[str, str]] = []
-        total = 0
+        total = too_long = 0
+        # A pair past this many characters has more than max_sequence_length pieces
+        # (subword.WORD_CHARS): encoding drops it, and learning from it would cost
+        # memory in proportion to its length (a 40 MB line took gigabytes).
+        limit = self.max_sequence_length * subword.WORD_CHARS
         for source, target, _ in self._clean_pairs(data_dir, problem.TRAIN):
             total += 1
+            if len(source) > limit or len(target) > limit:
+                too_long += 1
+                continue
             if len(reservoir) < size:
                 reservoir.append((source, target))
             else:
                 slot = rng.randrange(total)
                 if slot < size:
                     reservoir[slot] = (source, target)
+        if too_long:
+            left_out = "%s: %d pair(s) over %d characters left out of the vocabulary sample."
+            logging.info(left_out, self.name, too_long, limit)
         if self.has_source:
             return [text for pair in reservoir for text in pair], total
         return [target for _, target in reservoir], total
