@@ -26,5 +26,7 @@ def test_ci_runs_the_readme_test_command_then_the_slow_tier():
     ci_lines = [line.strip() for line in read(".ci/run").splitlines()]
     fast = quickstart_commands()[1]
     assert fast in ci_lines and '-m "not slow"' in fast
-    slow = ci_lines[ci_lines.index(fast) + 1]
-    assert "pytest" in slow and "-m slow tests" in slow
+    after = ci_lines[ci_lines.index(fast) + 1 :]
+    slow = next(line for line in after if "pytest" in line)
+    assert "-m slow" in slow and slow.endswith(" tests")
+    assert "--durations=15" in fast and "--durations=15" in slow  # the slowest, every round
