@@ -400,8 +400,8 @@ def test_a_damaged_half_made_or_unwritable_conversion_is_made_again_elsewhere_if
 
 
 def test_both_engines_hold_an_output_that_never_ends_to_its_own_input_length(tmp_path):
-    """A model that never emits EOS: the softmax's EOS column is zero and two
-    other columns are opposite, so for any decoder state one of them has a
+    """A model that never emits EOS: the softmax's EOS and PAD columns are zero
+    and two other columns are opposite, so for any decoder state one of them has a
     logit above EOS's 0. The TensorFlow Decoder stops each line at its own
     length + extra_length symbols; the CTranslate2 engine, batching lines of
     other lengths together, writes the same ids and the same scores."""
@@ -419,6 +419,7 @@ def test_both_engines_hold_an_output_that_never_ends_to_its_own_input_length(tmp
     matrix = model.softmax.weights_matrix
     columns = matrix.numpy()  # [V, C]
     columns[sequences.EOS_ID] = 0.0
+    columns[sequences.PAD_ID] = 0.0  # PAD ends an output too (until_eos): never chosen either
     columns[3] = -columns[2]
     matrix.assign(columns)
     tokens = [sequences.PAD_TOKEN, sequences.EOS_TOKEN] + [f"s{i}" for i in range(vocab_size - 2)]

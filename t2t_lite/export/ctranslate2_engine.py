@@ -136,10 +136,11 @@ class Ctranslate2Decoder:
         t2t_lite forces its EOS.
         """
         limits = [len(ids) + self.hp.extra_length for ids in batch]
-        answers = self._translate_at(batch, max(limits), options)
+        longest = max(limits)
+        answers = self._translate_at(batch, longest, options)
         again: dict[int, list[int]] = {}  # limit -> positions in the batch
         for position, (answer, limit) in enumerate(zip(answers, limits, strict=True)):
-            if limit < max(limits) and any(
+            if limit < longest and any(
                 len(sequences.until_eos([self._ids[t] for t in tokens])) >= limit
                 for tokens in answer.hypotheses
             ):  # past its limit, or an EOS the limit would have forced at no cost
