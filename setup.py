@@ -31,6 +31,7 @@ setuptools.setup(
                 "avg_checkpoints",
                 "export",
                 "visualize",
+                "evalb",
             )
         ]
     },

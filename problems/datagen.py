@@ -38,11 +38,12 @@ def generate(
     vocab_size: int = 0,
     vocab_sample_lines: int = 0,
     language_pair: str = "",
+    test_files: list[str] | None = None,
 ) -> dict[str, int]:
     """Writes problem `name`'s shards into data_dir -> examples per split.
 
     train_files/dev_files/vocab_size: problems on the user's files (they have
-    `configure`); vocab_sample_lines (0: the problem's default): text problems'
+    `configure`); test_files: those that also take a test split (parsing); vocab_sample_lines (0: the problem's default): text problems'
     vocabulary sample. An option the problem does not take is an error.
     """
     prob = problem_lib.get(name)
@@ -50,10 +51,10 @@ def generate(
     with data_dir_lock(data_dir):
         before = set(tf.io.gfile.listdir(data_dir))
         try:
+            files_given = {"train": train_files, "dev": dev_files, "test": test_files}
             return _generate(
-                prob, data_dir, seed, train_files, dev_files, vocab_size, vocab_sample_lines,
-                language_pair,
-            )  # fmt: skip
+                prob, data_dir, seed, files_given, vocab_size, vocab_sample_lines, language_pair
+            )
         except BaseException:  # a bad line, Ctrl-C: what this run made goes (the lock stays)
             made = set(tf.io.gfile.listdir(data_dir)) - before - {run_lock.DATAGEN_LOCK_FILE}
             for leftover in made:
@@ -67,26 +68,37 @@ def _generate(
     prob: problem_lib.Problem,
     data_dir: str,
     seed: int,
-    train_files: list[str] | None,
-    dev_files: list[str] | None,
+    files_given: dict[str, list[str] | None],
     vocab_size: int,
     vocab_sample_lines: int,
     language_pair: str = "",
 ) -> dict[str, int]:
     name = prob.name
+    train_files, dev_files, test_files = (files_given[s] for s in ("train", "dev", "test"))
     if language_pair or hasattr(prob, "configure_catalogs"):
         if not hasattr(prob, "configure_catalogs"):
             raise ValueError(f"--language_pair: problem {name!r} reads no gettext catalogs")
-        if dev_files:
-            raise ValueError(f"--dev_files: problem {name!r} makes dev and test from the catalogs")
+        if dev_files or test_files:
+            raise ValueError(
+                f"--dev_files, --test_files: problem {name!r} makes dev and test from the catalogs"
+            )
         if train_files or language_pair:
             prob.configure_catalogs(
                 data_dir, train_files or [], language_pair or "en-de", vocab_size
             )
-    elif train_files or dev_files:
+    elif train_files or dev_files or test_files:
         if not hasattr(prob, "configure"):
             raise ValueError(f"--train_files: problem {name!r} takes no files")
-        prob.configure(data_dir, train_files or [], dev_files or [], vocab_size)
+        given = (data_dir, train_files or [], dev_files or [], vocab_size)
+        if test_files:
+            if not getattr(prob, "takes_test_files", False):
+                raise ValueError(
+                    f"--test_files: problem {name!r} takes no test files (its splits are "
+                    "--train_files and --dev_files)"
+                )
+            prob.configure(*given, test_files)
+        else:
+            prob.configure(*given)
     if vocab_sample_lines:
         if not hasattr(prob, "vocab_sample_lines"):
             raise ValueError(f"--vocab_sample_lines: problem {name!r} has no vocabulary")

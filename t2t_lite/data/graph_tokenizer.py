@@ -106,3 +106,54 @@ class CharacterTokenizer(SymbolTokenizer):
         ids = tf.ragged.map_flat_values(self._table.lookup, chars)  # [N, (characters)]
         known = tf.reduce_all(ids >= 0, axis=1)  # [N]
         return ids, known
+
+
+class WordTokenizer(GraphTokenizer):
+    """Whitespace-separated words, each one token: `tokens[i]` has id i.
+
+    tokens starts with PAD, EOS and an unknown-word token; a word outside the
+    vocabulary becomes that token (the line stays decodable). The parsing
+    problem's vocabulary: brackets and labels like "(NP" stay whole tokens.
+    """
+
+    def __init__(self, tokens: list[str], unknown: str):
+        super().__init__()
+        reserved = [sequences.PAD_TOKEN, sequences.EOS_TOKEN, unknown]
+        if tokens[:3] != reserved or len(set(tokens)) != len(tokens):
+            raise ValueError(f"a word vocabulary starts with {reserved} and has no repeats")
+        self._words = list(tokens)
+        self.vocab_size = len(tokens)
+        self._splitter = tf_text.WhitespaceTokenizer()
+        self._table = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(tokens[3:]), tf.range(3, len(tokens), dtype=tf.int32)
+            ),
+            default_value=2,
+        )
+        self._tokens = tf.constant(tokens)
+        self._index = {word: i for i, word in enumerate(tokens[3:], start=3)}
+
+    @property
+    def tokens(self) -> list[str]:
+        return list(self._words)
+
+    def vocabulary(self) -> list[str]:
+        return self.tokens
+
+    def tokenize(self, text: tf.Tensor) -> tuple[tf.RaggedTensor, tf.Tensor]:
+        spaced = tf.strings.regex_replace(text, WHITE_SPACE_RE2, " ")  # see WHITE_SPACE_RE2
+        words = self._splitter.tokenize(spaced)  # [N, (words)] strings
+        ids = tf.ragged.map_flat_values(self._table.lookup, words)  # [N, (words)]
+        return ids, tf.ones([tf.shape(text)[0]], tf.bool)
+
+    def detokenize(self, ids: tf.RaggedTensor) -> tf.Tensor:
+        ids = tf.ragged.boolean_mask(ids, (ids >= 2) & (ids < self.vocab_size))
+        words = tf.ragged.map_flat_values(tf.gather, self._tokens, ids)  # [N, (words)]
+        return tf.strings.reduce_join(words, axis=1, separator=" ")
+
+    def encode(self, line: str) -> list[int]:
+        """One line -> ids, in Python (the graph's split: str.split())."""
+        return [self._index.get(word, 2) for word in split_symbols(line)]
+
+    def decode(self, ids: list[int]) -> str:
+        return " ".join(self._words[i] for i in ids if 2 <= i < self.vocab_size)

@@ -80,6 +80,12 @@ class Problem(abc.ABC):
         """Ids (up to EOS; PAD skipped) -> text."""
         raise ValueError(f"problem {self.name!r} has no text encoding")
 
+    def decoded_line(self, source: str, ids: list[int]) -> str:
+        """What t2t-decode writes for the decode `ids` of the input line `source`:
+        the decode's text (a parsing problem makes a tree over the source's words)."""
+        del source
+        return self.decode_text(ids)
+
     def bind(self, directory: str) -> None:
         """Loads what the problem keeps in a data or run dir (e.g. a vocabulary)."""
         del directory  # nothing, by default

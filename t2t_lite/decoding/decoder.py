@@ -91,6 +91,33 @@ class DecodeHParams:
 XLA_MAX_ROWS = 32
 
 
+# Named searches for --decode_hparams: a name stands for its settings, and
+# settings after it override them ("parsing,batch_size=8").
+PRESETS = {
+    # The Transformer paper's parsing search (section 6.3): beam 21, alpha 0.3,
+    # outputs up to input length + 300.
+    "parsing": "beam_size=21,alpha=0.3,extra_length=300",
+}
+
+
+def decode_hparams(text: str, base: DecodeHParams | None = None) -> DecodeHParams:
+    """--decode_hparams -> DecodeHParams: presets by name (PRESETS), then key=value
+    settings, over `base` (the defaults when None)."""
+    hp = base or DecodeHParams()
+    settings = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        if "=" in item:
+            settings.append(item)
+        elif item in PRESETS:
+            hp = hparams_lib.override(hp, PRESETS[item])
+        else:
+            raise ValueError(
+                f"--decode_hparams: {item!r} is neither key=value nor a preset "
+                f"(presets: {', '.join(sorted(PRESETS))})"
+            )
+    return hparams_lib.override(hp, ",".join(settings))
+
+
 class Decoder:
     """Searches a model's cached decoder: padded input ids -> ids and scores.
 

@@ -12,7 +12,6 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_lite import files, run_dir, sequences
-from t2t_lite import hparams as hparams_lib
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
 from t2t_lite.decoding import bleu, lm_eval
@@ -24,8 +23,7 @@ def make_decoder(
     model: keras.Model, decode_hparams: str, xla_compile: bool | None = None
 ) -> decoder_lib.Decoder:
     """A decoder for `--decode_hparams`; xla_compile None: the Decoder's default."""
-    hp = hparams_lib.override(decoder_lib.DecodeHParams(), decode_hparams)
-    return decoder_lib.Decoder(model, hp, xla_compile)
+    return decoder_lib.Decoder(model, decoder_lib.decode_hparams(decode_hparams), xla_compile)
 
 
 def encode_lines(
@@ -50,11 +48,13 @@ def format_hypotheses(
     problem: problem_lib.Problem,
     hypotheses: list[tuple[list[int], float]],
     hp: decoder_lib.DecodeHParams,
+    source: str = "",
 ) -> str:
-    """One output line: the best hypothesis, or all beams tab-separated; scores if asked."""
+    """One output line for the input line `source`: the best hypothesis, or all
+    beams tab-separated; scores if asked."""
     fields = []
     for ids, score in hypotheses[: hp.num_outputs]:
-        fields.append(problem.decode_text(ids))
+        fields.append(problem.decoded_line(source, ids))
         if hp.write_beam_scores:
             fields.append(f"{score:.4f}")
     return "\t".join(fields)
@@ -84,7 +84,10 @@ def decode_file(
     inputs, encode_errors = encode_lines(problem, lines, input_path)
     errors += encode_errors
     outputs = decoder.decode_ids(inputs, input_path)
-    text = "".join(format_hypotheses(problem, hyps, decoder.hp) + "\n" for hyps in outputs)
+    text = "".join(
+        format_hypotheses(problem, hyps, decoder.hp, line) + "\n"
+        for line, hyps in zip(lines, outputs, strict=True)
+    )
     files.write_output(output_path, text)
     logging.info("Decoded %d lines of %s into %s.", len(lines), input_path, output_path)
     return errors
@@ -113,7 +116,8 @@ def decode_interactive(
             print(f"error: {errors[0]}", file=stdout, flush=True)
             continue
         hypotheses = decoder.decode_ids(inputs, "<stdin>", number)[0]
-        print(format_hypotheses(problem, hypotheses, decoder.hp), file=stdout, flush=True)
+        text = format_hypotheses(problem, hypotheses, decoder.hp, line.rstrip("\r\n"))
+        print(text, file=stdout, flush=True)
 
 
 def decode_split(
@@ -199,7 +203,7 @@ def run(
     if options.engine != "tensorflow":
         if options.engine not in (engines or {}):
             raise ValueError(f"--engine={options.engine!r} is not available here")
-        hp = hparams_lib.override(decoder_lib.DecodeHParams(), options.decode_hparams)
+        hp = decoder_lib.decode_hparams(options.decode_hparams)
         decoder = engines[options.engine](options.output_dir, path, problem, model, hp)
     else:
         decoder = make_decoder(model, options.decode_hparams, options.xla_compile)

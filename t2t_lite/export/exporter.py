@@ -33,7 +33,7 @@ TEMPORARY = ".incomplete-"
 def decode_hparams(overrides: str) -> decoder_lib.DecodeHParams:
     """The search an export holds: beam or greedy (sampling is refused)."""
     hp = hparams_lib.override(decoder_lib.DecodeHParams(), DEFAULT_DECODE_HPARAMS)
-    hp = hparams_lib.override(hp, overrides)
+    hp = decoder_lib.decode_hparams(overrides, hp)
     hparams_lib.require(
         hp.temperature == 0 and hp.top_k == 0,
         "temperature, top_k",

@@ -397,3 +397,30 @@ def transformer_babi_tiny() -> TransformerHParams:
         batch_size=4096,
         length_bucket_step=2.0,
     )
+
+
+@registry.HPARAMS.register("transformer_parsing")
+def transformer_parsing() -> TransformerHParams:
+    """The Transformer paper's parsing model (section 6.3): 4 layers, d_model 1024
+    (ff 4096 and 16 heads, as its big model), dropout 0.3, for WSJ trees of up
+    to about 600 linearized symbols."""
+    return dataclasses.replace(
+        transformer_big(), num_hidden_layers=4, max_length=1024, batch_size=4096
+    )
+
+
+@registry.HPARAMS.register("transformer_parsing_cpu")
+def transformer_parsing_cpu() -> TransformerHParams:
+    """transformer_parsing at a width a CPU trains in an hour: 4 layers, d=128,
+    ff=512, h=4; dropout 0.2, warmup 1,000, 2,048-token batches in doubling
+    length buckets (settings chosen on the dev split: docs/parsing.md)."""
+    return dataclasses.replace(
+        transformer_parsing(),
+        hidden_size=128,
+        filter_size=512,
+        num_heads=4,
+        layer_prepostprocess_dropout=0.2,
+        learning_rate_warmup_steps=1000,
+        batch_size=2048,
+        length_bucket_step=2.0,
+    )

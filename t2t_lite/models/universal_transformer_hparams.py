@@ -228,6 +228,13 @@ def universal_transformer_tiny() -> UniversalTransformerHParams:
     return _universal(transformer_hparams.transformer_tiny(), num_rec_steps=8)
 
 
+@registry.HPARAMS.register("universal_transformer_parsing_cpu")
+def universal_transformer_parsing_cpu() -> UniversalTransformerHParams:
+    """transformer_parsing_cpu's block (d=128, ff=512, h=4) shared over 4 steps:
+    the Transformer's 4 layers as recurrence steps, a quarter of its weights."""
+    return _universal(transformer_hparams.transformer_parsing_cpu(), num_rec_steps=4)
+
+
 @registry.HPARAMS.register("universal_transformer_sepconv_base")
 def universal_transformer_sepconv_base() -> UniversalTransformerHParams:
     """universal_transformer_base with the depthwise-separable convolution transition."""

@@ -17,7 +17,10 @@ flags.DEFINE_list(
 flags.DEFINE_list(
     "dev_files", [], "Problems on your files: dev.tsv, or SOURCE,TARGET as --train_files."
 )
-flags.DEFINE_integer("vocab_size", 0, "Problems on your files: subword vocabulary size.")
+flags.DEFINE_list(
+    "test_files", [], "Parsing problems: treebank files of the test split (with --dev_files)."
+)
+flags.DEFINE_integer("vocab_size", 0, "Problems on your files: vocabulary size.")
 flags.DEFINE_string(
     "language_pair", "",
     "translate_gettext: SOURCE-TARGET language codes, e.g. en-de (--train_files then names "
@@ -37,9 +40,16 @@ def main(argv):
 
     def generate():
         counts = datagen.generate(
-            FLAGS.problem, FLAGS.data_dir, FLAGS.random_seed, FLAGS.train_files,
-            FLAGS.dev_files, FLAGS.vocab_size, FLAGS.vocab_sample_lines, FLAGS.language_pair,
-        )  # fmt: skip
+            FLAGS.problem,
+            FLAGS.data_dir,
+            FLAGS.random_seed,
+            train_files=FLAGS.train_files,
+            dev_files=FLAGS.dev_files,
+            vocab_size=FLAGS.vocab_size,
+            vocab_sample_lines=FLAGS.vocab_sample_lines,
+            language_pair=FLAGS.language_pair,
+            test_files=FLAGS.test_files,
+        )
         print(", ".join(f"{split}: {n} examples" for split, n in sorted(counts.items())))
 
     cli.run("t2t-datagen", generate)

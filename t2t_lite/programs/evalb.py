@@ -1,0 +1,50 @@
+"""t2t-evalb: labelled bracket scores of parses against gold trees, as EVALB
+with COLLINS.prm computes them (one tree per line in both files).
+
+    t2t-evalb --gold_file=D/parsing_english_ptb-test.trees --test_file=test.decoded
+
+Prints one JSON line: recall, precision, f1, exact_match (complete match),
+tagging accuracy and crossing brackets for all sentences and for those of at
+most 40 words, in percent, with the counts of sentences, errors and skips.
+"""
+
+from absl import flags, logging
+
+from t2t_lite import cli
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string(
+    "gold_file", None, "Gold trees, one per line (t2t-datagen's <problem>-<split>.trees)."
+)
+flags.DEFINE_string("test_file", None, "Parses to score, one per line, in the gold file's order.")
+flags.mark_flags_as_required(["gold_file", "test_file"])
+
+
+def main(argv):
+    del argv
+    from t2t_lite import files
+    from t2t_lite.decoding import evalb
+
+    def score():
+        gold = files.read_lines(FLAGS.gold_file)
+        test = files.read_lines(FLAGS.test_file)
+        try:
+            result = evalb.score_lines(gold, test)
+        except ValueError as err:
+            raise ValueError(
+                f"--gold_file {FLAGS.gold_file}, --test_file {FLAGS.test_file}: {err}"
+            ) from None
+        for problem in result["problems"][:10]:
+            logging.warning("line %s", problem)
+        if len(result["problems"]) > 10:
+            logging.warning(
+                "... %d sentence(s) in all not scored or not balanced.", len(result["problems"])
+            )
+        print(evalb.json_line(result))
+
+    cli.run("t2t-evalb", score)
+
+
+def run() -> None:
+    """The t2t-evalb console script."""
+    cli.start(__doc__, main)

@@ -1,0 +1,280 @@
+"""Constituency parsing: treebank reading, preprocessing, linearization, repair,
+the EVALB scorer (hand-derived goldens), the problem and its programs."""
+
+import json
+import os
+
+import pytest
+from conftest import run_binary
+
+from t2t_lite.data import trees
+from t2t_lite.decoding import evalb
+
+MRG = """\
+( (S
+    (NP-SBJ-1 (NNP Pierre) (NNP Vinken) )
+    (VP (VBD reported)
+      (SBAR (-NONE- 0)
+        (S (-NONE- *T*-1) )))
+    (. .) ))
+( (S (NP=2 (-LRB- -LRB-) (PRP it) (-RRB- -RRB-) ) (VP (VBZ is) ) ) )
+"""
+
+
+def tree(text: str) -> trees.Tree:
+    [(parsed, _)] = trees.read_trees(text, "t")
+    return parsed
+
+
+def test_mrg_trees_are_read_with_their_lines_and_preprocessed_as_the_standard_says():
+    read = list(trees.read_trees(MRG, "wsj_0001.mrg"))
+    assert [line for _, line in read] == [1, 7]
+    first, second = (trees.preprocess(t) for t, _ in read)
+    # Empty elements and the SBAR and S they leave empty go; function tags go.
+    assert first.bracketed() == "(S (NP (NNP Pierre) (NNP Vinken)) (VP (VBD reported)) (. .))"
+    assert second.bracketed() == "(S (NP (-LRB- -LRB-) (PRP it) (-RRB- -RRB-)) (VP (VBZ is)))"
+    assert first.words() == ["Pierre", "Vinken", "reported", "."]
+    assert trees.clean_label("NP-SBJ-1") == "NP" and trees.clean_label("NP=2") == "NP"
+    assert trees.clean_label("-LRB-") == "-LRB-" and trees.clean_label("PRP$") == "PRP$"
+    assert trees.preprocess(tree("( (S (-NONE- *) ))")) is None
+    # One tree per line and a (TOP ...) wrapper read the same.
+    assert trees.preprocess(tree("(TOP (S (NN a)))")) == trees.preprocess(tree("( (S (NN a)))"))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("( (S (NN a) )\n", "t.mrg:1: tree 1 is not closed"),
+        ("(S (NN a)))\n", "t.mrg:1: a ')' after tree 1 closes no bracket"),
+        ("\n\n", "t.mrg: holds no tree"),
+        ("(S (NN a)) stray", "t.mrg:1: tree 2: the word 'stray' is outside any bracket"),
+        ("(S (NN a b))", "t.mrg:1: tree 1: (NN a b ...) has more than one word"),
+        ("(S\n (NP ))", "t.mrg:2: tree 1: the bracket (NP ...) holds nothing"),
+        ("(S (NN a) b)", "t.mrg:1: tree 1: the word 'b' follows a bracket inside (S ...)"),
+    ],
+)
+def test_malformed_treebank_text_is_refused_naming_file_line_and_tree(text, message):
+    with pytest.raises(trees.TreeError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        list(trees.read_trees(text, "t.mrg"))
+
+
+def test_linearized_trees_keep_or_normalize_tags_and_repair_back_exactly():
+    t = trees.preprocess(tree("(S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. .))"))
+    assert trees.linearize(t) == "(S (NP DT NN )NP (VP VBZ )VP . )S"
+    assert trees.linearize(t, "normalize") == "(S (NP XX XX )NP (VP XX )VP XX )S"
+    assert trees.repair(trees.linearize(t).split(), t.words()) == t
+    with pytest.raises(ValueError, match="pos must be one of"):
+        trees.linearize(t, "drop")
+
+
+WORDS = ["The", "dog", "barks", "."]
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        # Closes missing: closed at the end.
+        ("(S (NP DT NN (VP VBZ .", "(S (NP (DT The) (NN dog) (VP (VBZ barks) (. .))))"),
+        # A close with nothing open is dropped; the close's label does not matter.
+        (")NP (S (NP DT NN )VP VBZ . )S )S", "(S (NP (DT The) (NN dog)) (VBZ barks) (. .))"),
+        # Too few tags: the words left are appended, tagged XX, to the outermost open one.
+        ("(S (NP DT )NP", "(S (NP (DT The)) (XX dog) (XX barks) (XX .))"),
+        # Too many tags: those past the last word are dropped.
+        ("(S DT NN VBZ . NN NN )S", "(S (DT The) (NN dog) (VBZ barks) (. .))"),
+        # No bracket, or several top-level pieces: one S over them.
+        ("DT NN VBZ .", "(S (DT The) (NN dog) (VBZ barks) (. .))"),
+        ("(NP DT NN )NP (VP VBZ . )VP", "(S (NP (DT The) (NN dog)) (VP (VBZ barks) (. .)))"),
+        # Constituents that get no word are removed.
+        (
+            "(S (PP )PP (NP DT NN (ADJP )ADJP )NP VBZ . )S",
+            "(S (NP (DT The) (NN dog)) (VBZ barks) (. .))",
+        ),
+        # Nothing at all: a flat S of XX-tagged words.
+        ("", "(S (XX The) (XX dog) (XX barks) (XX .))"),
+    ],
+)
+def test_any_output_is_repaired_into_a_tree_over_exactly_the_input_words(output, expected):
+    repaired = trees.repair(output.split(), WORDS)
+    assert repaired.bracketed() == expected
+    assert repaired.words() == WORDS
+    line = trees.output_line(repaired)
+    assert line == f"(TOP {expected})"
+    assert evalb.score_sentence(line, line).status == evalb.OK  # EVALB reads it
+
+
+GOLD = "(TOP (S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. .)))"
+
+
+def test_evalb_counts_brackets_as_collins_prm_says():
+    # Gold: S [0,3) NP [0,2) VP [2,3) (TOP and the period do not count).
+    # Test: S [0,3) NP [0,1) VP [1,3): S matches; VP [1,3) crosses NP [0,2).
+    s = evalb.score_sentence(GOLD, "(TOP (S (NP (DT The)) (VP (NN dog) (VBZ barks)) (. .)))")
+    assert (s.status, s.gold_brackets, s.test_brackets, s.matched) == (evalb.OK, 3, 3, 1)
+    assert (s.crossing, s.words, s.correct_tags, s.length) == (1, 3, 3, 4)
+    # Function tags are cut, ADVP = PRT, punctuation's tag does not count.
+    gold = "(TOP (S (NP (PRP He)) (VP (VBD gave) (PRT (RP up))) (. .)))"
+    test = "(TOP (S-TPC (NP-SBJ=1 (PRP He)) (VP (VBD gave) (ADVP (RB up))) (, .)))"
+    s = evalb.score_sentence(gold, test)
+    assert (s.status, s.matched, s.gold_brackets, s.test_brackets) == (evalb.OK, 4, 4, 4)
+    assert s.correct_tags == 2  # RP vs RB; the "." is deleted in both
+    # Duplicate spans: one gold (NP (NP ...)) pair against a single test NP: 1 of 2.
+    s = evalb.score_sentence(
+        "(TOP (S (NP (NP (NN a))) (VP (VB b))))", "(TOP (S (NP (NN a)) (VP (VB b))))"
+    )
+    assert (s.gold_brackets, s.test_brackets, s.matched) == (4, 3, 3)
+
+
+@pytest.mark.parametrize(
+    ("test", "status", "cause"),
+    [
+        ("(TOP (S (NP (DT The) (NN dog)) (VP (VBZ barks))", evalb.ERROR, "too many open"),
+        ("(TOP (S (NP (DT The)) (VP (VBZ barks)) (. .)))", evalb.ERROR, "length unmatch (3|2)"),
+        ("(TOP (S (NP (DT A) (NN dog)) (VP (VBZ barks)) (. .)))", evalb.ERROR, "words unmatch"),
+        ("", evalb.SKIP, "no word"),
+        ("(TOP (S (. .)))", evalb.SKIP, "no word"),  # only deleted words
+    ],
+)
+def test_evalb_errors_and_skips_are_left_out_of_the_totals(test, status, cause):
+    s = evalb.score_sentence(GOLD, test)
+    assert s.status == status and cause in s.error
+    result = evalb.score_lines([GOLD, GOLD], [GOLD, test])
+    assert (result["sentences"], result["valid"]) == (2, 1)
+    assert result["errors"] == (status == evalb.ERROR) and result["skipped"] == (
+        status == evalb.SKIP
+    )
+    assert result["f1"] == result["exact_match"] == 100.0
+    assert result["problems"] == [f"2: {s.error}"]
+
+
+def test_evalb_totals_are_corpus_level_and_the_cutoff_counts_punctuation():
+    long_words = " ".join(f"(NN w{i})" for i in range(40))
+    long_gold = f"(TOP (S (NP {long_words}) (. .)))"  # 41 words with the period
+    long_test = f"(TOP (S {long_words} (. .)))"  # NP missing: 1 of 2
+    short_test = "(TOP (S (NP (DT The)) (VP (NN dog) (VBZ barks)) (. .)))"  # 1 of 3
+    result = evalb.score_lines([GOLD, long_gold], [short_test, long_test])
+    # Corpus level: (1 + 1) / (3 + 2) recall, (1 + 1) / (3 + 1) precision.
+    assert result["recall"] == pytest.approx(40.0) and result["precision"] == pytest.approx(50.0)
+    assert result["f1"] == pytest.approx(2 * 40 * 50 / 90)
+    assert result["exact_match"] == 0.0
+    short = result["len<=40"]
+    assert short["sentences"] == 1 and short["recall"] == pytest.approx(100 / 3)
+    line = json.loads(evalb.json_line(result))
+    assert line["f1"] == 44.44 and line["len<=40"]["precision"] == 33.33
+    with pytest.raises(ValueError, match="2 lines and the test file 1"):
+        evalb.score_lines([GOLD, GOLD], [GOLD])
+
+
+def test_t2t_evalb_prints_one_json_line_and_refuses_unequal_files(tmp_path):
+    gold, test = tmp_path / "gold.trees", tmp_path / "test.trees"
+    gold.write_text(GOLD + "\n" + GOLD + "\n")
+    test.write_text(GOLD + "\n(TOP (S (NP (DT The)) (VP (NN dog) (VBZ barks)) (. .)))\n")
+    done = run_binary("t2t-evalb", f"--gold_file={gold}", f"--test_file={test}")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert (result["recall"], result["precision"], result["exact_match"]) == (66.67, 66.67, 50.0)
+    test.write_text(GOLD + "\n")
+    done = run_binary("t2t-evalb", f"--gold_file={gold}", f"--test_file={test}")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "the gold file has 2 lines and the test file 1" in done.stderr.strip().splitlines()[-1]
+
+
+def write_treebank(folder, names_and_trees):
+    os.makedirs(folder, exist_ok=True)
+    for name, text in names_and_trees.items():
+        (folder / name).write_text(text)
+
+
+SENTENCES = [
+    "(S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. .))",
+    "(S (NP (PRP It)) (VP (VBD rained)) (. .))",
+    "(S (NP (NNP Ann)) (VP (VBZ sees) (NP (DT a) (NN cat))) (. .))",
+]
+
+
+def test_the_wsj_sections_split_and_otherwise_the_last_files_are_dev_and_test():
+    from t2t_lite.problems import parsing
+
+    wsj = [f"/x/wsj_{s:02d}{n:02d}.mrg" for s in (0, 2, 21, 22, 23, 24) for n in (1, 2)]
+    split, how = parsing.split_files(wsj)
+    assert "WSJ sections" in how
+    assert split["train"] == [p for p in wsj if "_02" in p or "_21" in p]
+    assert split["dev"] == ["/x/wsj_2201.mrg", "/x/wsj_2202.mrg"]
+    assert split["test"] == ["/x/wsj_2301.mrg", "/x/wsj_2302.mrg"]
+    # The NLTK sample's names (sections 00 and 01 only): by file, a tenth each.
+    sample = [f"/x/wsj_{n:04d}.mrg" for n in range(1, 200)]
+    split, how = parsing.split_files(sample)
+    assert (len(split["train"]), len(split["dev"]), len(split["test"])) == (161, 19, 19)
+    assert split["test"][0] == "/x/wsj_0181.mrg" and split["dev"][0] == "/x/wsj_0162.mrg"
+    with pytest.raises(ValueError, match="2 file"):
+        parsing.split_files(sample[:2])
+
+
+def test_datagen_writes_whole_symbol_tokens_and_the_gold_files(tmp_path):
+    from t2t_lite.data import problem, tfrecord
+    from t2t_lite.problems import datagen
+
+    bank = tmp_path / "bank"
+    write_treebank(bank, {f"f{i}.mrg": f"( {SENTENCES[i % 3]} )\n" * 2 for i in range(3)})
+    data = str(tmp_path / "data")
+    counts = datagen.generate(
+        "parsing_from_files",
+        data,
+        train_files=[str(bank / "f0.mrg")],
+        dev_files=[str(bank / "f1.mrg")],
+        test_files=[str(bank / "f2.mrg")],
+    )
+    assert counts == {"train": 2, "dev": 2, "test": 2}
+    prob = problem.get("parsing_from_files")
+    prob.bind(data)
+    vocabulary = prob.tokenizer.tokens
+    assert {"(S", ")S", "(NP", ")NP", "DT", ".", "barks"} <= set(vocabulary)
+    [first, _] = tfrecord.read_examples(prob.split_files(data, "train"), -1)
+    assert prob.decode_text(first["targets"]) == "(S (NP DT NN )NP (VP VBZ )VP . )S"
+    assert prob.decode_text(first["inputs"]) == "The dog barks ."
+    words, gold = prob.gold_paths(data, "test")
+    with open(words) as f:
+        assert f.read() == "Ann sees a cat .\n" * 2
+    with open(gold) as f:
+        assert f.read() == f"(TOP {SENTENCES[2]})\n" * 2
+    # A decode whose symbols are not a tree becomes one over the line's words.
+    # NNP is not in the vocabulary (no training tree has it): [UNK], written XX.
+    ids = prob.encode_text("(S (NP NNP )NP VBZ (NP DT NN")
+    line = prob.decoded_line("Ann sees a cat .", ids)
+    assert line == "(TOP (S (NP (XX Ann)) (VBZ sees) (NP (DT a) (NN cat)) (XX .)))"
+    assert prob.decoded_line("", ids) == ""
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("( (S (NN a) )\n", "bad.mrg:1: tree 1 is not closed"),
+        ("", "bad.mrg: holds no tree"),
+        ("(S (NN a))\n( (S (-NONE- *T*)))\n", "bad.mrg:2: tree 2 has no words"),
+    ],
+)
+def test_bad_treebank_files_get_one_line_and_leave_no_data(tmp_path, text, message):
+    bank = tmp_path / "bank"
+    write_treebank(bank, {"good.mrg": f"{SENTENCES[0]}\n", "bad.mrg": text})
+    data = tmp_path / "data"
+    done = run_binary(
+        "t2t-datagen",
+        "--problem=parsing_from_files",
+        f"--data_dir={data}",
+        f"--train_files={bank / 'good.mrg'}",
+        f"--dev_files={bank / 'bad.mrg'}",
+        f"--test_files={bank / 'good.mrg'}",
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert message in done.stderr.strip().splitlines()[-1]
+    assert not [p for p in os.listdir(data) if p.startswith("parsing_from_files-")]
+
+
+def test_the_papers_parsing_search_is_a_named_preset():
+    from t2t_lite.decoding import decoder
+
+    hp = decoder.decode_hparams("parsing")
+    assert (hp.beam_size, hp.alpha, hp.extra_length) == (21, 0.3, 300)
+    hp = decoder.decode_hparams("parsing,beam_size=4")
+    assert (hp.beam_size, hp.alpha) == (4, 0.3)
+    with pytest.raises(ValueError, match="neither key=value nor a preset"):
+        decoder.decode_hparams("parse")
