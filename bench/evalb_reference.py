@@ -44,6 +44,7 @@ from t2t_lite import files
 from t2t_lite.data import trees
 from t2t_lite.decoding import evalb
 from t2t_lite.problems import parsing
+from t2t_lite.reproduction import parsing_table
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("evalb_dir", "", "A folder with EVALB's evalb.c and COLLINS.prm.")
@@ -81,14 +82,6 @@ def compile_evalb(source_dir: str, out_dir: str) -> str:
     return binary
 
 
-def right_branching(words: list[str], tags: list[str]) -> trees.Tree:
-    """(S w1 (S w2 (S ... wn))): the trivial baseline's tree."""
-    node = trees.Tree("S", [trees.Tree(tags[-1], word=words[-1])])
-    for word, tag in zip(reversed(words[:-1]), reversed(tags[:-1]), strict=True):
-        node = trees.Tree("S", [trees.Tree(tag, word=word), node])
-    return node
-
-
 def _constituents(tree: trees.Tree) -> list[trees.Tree]:
     if tree.is_preterminal:
         return []
@@ -101,7 +94,7 @@ def changed(tree: trees.Tree, kind: str, rng: random.Random) -> str:
     nodes = _constituents(tree)
     leaves = tree.preterminals()
     if kind == "right_branching":
-        return trees.output_line(right_branching(tree.words(), tree.tags()))
+        return trees.output_line(parsing_table.right_branching(tree.words()))
     if kind == "relabel":
         for node in rng.sample(nodes, max(1, len(nodes) // 3)):
             node.label = rng.choice(LABELS)

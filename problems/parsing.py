@@ -106,6 +106,7 @@ class ParsingProblem(text_problem.Text2TextProblem):
     reports_bleu = False
     pos = "keep"  # trees.POS_MODES
     takes_test_files = True
+    evaluation_splits = EVALUATION_SPLITS  # the splits with gold files
 
     # Files.
 

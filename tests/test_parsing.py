@@ -278,3 +278,76 @@ def test_the_papers_parsing_search_is_a_named_preset():
     assert (hp.beam_size, hp.alpha) == (4, 0.3)
     with pytest.raises(ValueError, match="neither key=value nor a preset"):
         decoder.decode_hparams("parse")
+
+
+def test_the_parsing_table_scores_each_run_by_evalb_and_keeps_the_scores(tmp_path):
+    from t2t_lite.problems import datagen
+    from t2t_lite.reproduction import parsing_table
+    from t2t_lite.training import trainer
+
+    bank = tmp_path / "bank"
+    write_treebank(bank, {f"f{i}.mrg": f"( {SENTENCES[i % 3]} )\n" * 2 for i in range(3)})
+    data = str(tmp_path / "data")
+    datagen.generate(
+        "parsing_from_files",
+        data,
+        train_files=[str(bank / "f0.mrg")],
+        dev_files=[str(bank / "f1.mrg")],
+        test_files=[str(bank / "f2.mrg")],
+    )
+    out = tmp_path / "out"
+    tiny = (
+        "num_hidden_layers=1,hidden_size=16,filter_size=32,num_heads=2,max_length=64,batch_size=256"
+    )
+    config = trainer.TrainConfig(train_steps=1, local_eval_frequency=1)
+    search = "beam_size=2,extra_length=12"
+
+    def table():
+        rows = ["right_branching", "transformer_parsing"]
+        seeds = ["1", "2"]  # two runs: the cell is their median [min, max]
+        problems = ["parsing_from_files"]
+        return parsing_table.compare(
+            str(out), rows, problems, data, config, seeds, tiny, "dev", "train", search
+        )
+
+    text = table()
+    lines = [line for line in text.splitlines() if line.startswith("|")]
+    rows = {line.split("|")[1].strip(): line for line in lines[2:5]}
+    # Right-branching over "It rained ." against (S (NP It) (VP rained) .): of the
+    # gold S, NP, VP and its S [0,2), S [1,2) (S [2,2) spans only the deleted
+    # period) only S [0,2) matches: R 1/3, P 1/2.
+    assert rows["Right-branching baseline"].split("|")[4].strip() == "40.00"
+    assert "| Transformer (4 layers) | WSJ only, discriminative | 91.3 | | |" in lines
+    assert len(lines) == 2 + 2 + len(parsing_table.PAPER_TABLE4)
+    for key in ["transformer_parsing"]:
+        entry = parsing_table.ENTRIES[key]
+        f1s = []
+        for seed in (1, 2):
+            run = out / f"seed{seed}" / "parsing_from_files" / key
+            kept = json.loads((run / "parse_dev.json").read_text())
+            decoded = (run / "parse_dev.trees").read_text().splitlines()
+            gold_path = tmp_path / "data" / "parsing_from_files-dev.trees"
+            gold = gold_path.read_text().splitlines()
+            tagged = parsing_table.with_gold_tags(decoded, str(gold_path))
+            assert kept["figures"]["f1"] == evalb.score_lines(gold, tagged)["f1"]
+            assert kept["figures"]["errors"] == 0  # every output is a tree over the words
+            # The gold tags replace the decoded ones, and nothing else.
+            for line, tagged_line in zip(decoded, tagged, strict=True):
+                [(before, _)] = trees.read_trees(line, "d")
+                [(after, _)] = trees.read_trees(tagged_line, "t")
+                assert after.words() == before.words() == ["It", "rained", "."]
+                assert after.tags() == ["PRP", "VBD", "."]
+                assert trees.linearize(after, "normalize") == trees.linearize(before, "normalize")
+            assert kept["depends_on"]["decode_hparams"]["beam_size"] == 2
+            f1s.append(kept["figures"]["f1"])
+        from t2t_lite.reproduction import seed_stats
+
+        assert rows[entry.label].split("|")[4].strip() == seed_stats.spread(f1s)
+    # Read back while nothing changed; decoded again when the search changes.
+    decoded = out / "seed1" / "parsing_from_files" / "transformer_parsing" / "parse_dev.trees"
+    before = decoded.stat().st_mtime_ns
+    assert table() == text
+    assert decoded.stat().st_mtime_ns == before
+    search = "beam_size=1,extra_length=12"
+    table()
+    assert decoded.stat().st_mtime_ns != before

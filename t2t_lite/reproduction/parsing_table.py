@@ -1,0 +1,235 @@
+"""t2t-compare's parsing table: F1 on the user's treebank beside the
+Transformer paper's Table 4 (English constituency parsing, WSJ section 23).
+
+    t2t-compare --problems=parsing_from_files --models=parsing_table \
+        --data_dir=D --output_dir=O --seeds=1,2,3 --bleu_split=dev
+
+Rows: a right-branching baseline (no training: every word opens a
+constituent that spans the rest of the sentence), the Transformer with the
+paper's 4 layers at a CPU's width, the Universal Transformer (4 recurrent
+steps of one such layer; beyond the paper), then the paper's rows. Each run
+decodes the split's sentences (t2t-datagen's `<problem>-<split>.words`) with
+the search of --decode_hparams (the paper's, `parsing`, by default), every
+output made a tree over its sentence's words, and is scored against the gold
+trees by EVALB's rules (decoding/evalb.py). A run's decode and score are kept
+in its directory (`parse_<split>.json`, with the checkpoint, data and search
+they came from) and read back while those are unchanged.
+"""
+
+import dataclasses
+import json
+import os
+
+import tensorflow as tf
+
+from t2t_lite import files, run_dir
+from t2t_lite import hparams as hparams_lib
+from t2t_lite.data import problem as problem_lib
+from t2t_lite.data import trees
+from t2t_lite.decoding import decoder as decoder_lib
+from t2t_lite.decoding import evalb, runner
+from t2t_lite.reproduction import comparison, seed_stats
+from t2t_lite.reproduction.entries import Entry
+from t2t_lite.training import trainer
+
+# The Transformer paper's Table 4: (parser, training, F1 on WSJ section 23).
+PAPER_TABLE4 = (
+    ("Vinyals & Kaiser et al. (2014)", "WSJ only, discriminative", 88.3),
+    ("Petrov et al. (2006)", "WSJ only, discriminative", 90.4),
+    ("Zhu et al. (2013)", "WSJ only, discriminative", 90.4),
+    ("Dyer et al. (2016)", "WSJ only, discriminative", 91.7),
+    ("Transformer (4 layers)", "WSJ only, discriminative", 91.3),
+    ("Zhu et al. (2013)", "semi-supervised", 91.3),
+    ("Huang & Harper (2009)", "semi-supervised", 91.3),
+    ("McClosky et al. (2006)", "semi-supervised", 92.1),
+    ("Vinyals & Kaiser et al. (2014)", "semi-supervised", 92.1),
+    ("Transformer (4 layers)", "semi-supervised", 92.7),
+    ("Luong et al. (2015)", "multi-task", 93.0),
+    ("Dyer et al. (2016)", "generative", 93.3),
+)
+ENTRIES = {
+    "transformer_parsing": Entry(
+        "Transformer (4 layers, d=128)", "transformer", "transformer_parsing_cpu", ""
+    ),
+    "universal_transformer_parsing": Entry(
+        "Universal Transformer (4 steps, d=128)",
+        "universal_transformer",
+        "universal_transformer_parsing_cpu",
+        "",
+    ),
+}
+BASELINE = "right_branching"
+TABLE = "parsing_table"  # every row
+DEFAULT_SEARCH = "parsing"  # decoder.PRESETS: the paper's
+KEPT_FILE = "parse_{split}.json"
+DECODED_FILE = "parse_{split}.trees"
+
+
+def is_parsing(problems: list[str]) -> bool:
+    """Whether --problems names parsing problems; mixing kinds is an error."""
+    kinds = {hasattr(problem_lib.get(name), "gold_paths") for name in problems}
+    if len(kinds) > 1:
+        raise ValueError("--problems: compare parsing problems and others separately")
+    return kinds == {True}
+
+
+def parse_rows(models: list[str]) -> list[str]:
+    """--models -> row keys: "parsing_table" is every row; else names of ENTRIES or
+    right_branching."""
+    keys = []
+    for name in models:
+        for key in [BASELINE, *ENTRIES] if name == TABLE else [name]:
+            if key not in ENTRIES and key != BASELINE:
+                raise ValueError(
+                    f"--models: {key!r} is not a parsing row; rows: {BASELINE}, "
+                    f"{', '.join(ENTRIES)}, or {TABLE} for all"
+                )
+            if key not in keys:
+                keys.append(key)
+    return keys
+
+
+def right_branching(words: list[str], tags: list[str]) -> trees.Tree:
+    """(S w1 (S w2 (... (S wn)))): each word opens a constituent over the rest."""
+    node = trees.Tree("S", [trees.Tree(tags[-1], word=words[-1])])
+    for word, tag in zip(reversed(words[:-1]), reversed(tags[:-1]), strict=True):
+        node = trees.Tree("S", [trees.Tree(tag, word=word), node])
+    return node
+
+
+def _gold_trees(gold_path: str) -> list[trees.Tree]:
+    """The gold file's trees, one per line, as written ((TOP ...) included)."""
+    gold = []
+    for number, line in enumerate(files.read_lines(gold_path), start=1):
+        [(tree, _)] = trees.read_trees(line, f"{gold_path}:{number}")
+        gold.append(tree)
+    return gold
+
+
+def baseline_score(prob, data_dir: str, split: str) -> dict:
+    """EVALB figures of right-branching trees over the split's sentences, with the
+    gold tags (EVALB deletes punctuation by its tag; tags are not scored)."""
+    _, gold_path = prob.gold_paths(data_dir, split)
+    gold = _gold_trees(gold_path)
+    test = [trees.output_line(right_branching(t.words(), t.tags())) for t in gold]
+    return evalb.score_lines(files.read_lines(gold_path), test)
+
+
+def with_gold_tags(decoded: list[str], gold_path: str) -> list[str]:
+    """Decoded trees with the gold trees' tags, which is how the table scores
+    brackets. EVALB deletes punctuation by its tag and drops a sentence whose
+    lengths then differ, so a mistagged comma would take its sentence out of
+    the totals; trees decoded with every tag XX (parsing_from_files_xx) are
+    scored this way by Vinyals et al. (2015) too. t2t-evalb on the decoded
+    file scores the predicted tags, as EVALB does."""
+    tagged = []
+    for line, gold in zip(decoded, _gold_trees(gold_path), strict=True):
+        [(tree, _)] = trees.read_trees(line, "decoded")
+        for leaf, tag in zip(tree.preterminals(), gold.tags(), strict=True):
+            leaf.label = tag
+        tagged.append(trees.output_line(tree.children[0]))
+    return tagged
+
+
+def run_score(run: str, data_dir: str, split: str, search: str) -> dict:
+    """EVALB figures of a run's decode of the split's sentences (kept; module docstring)."""
+    prob, model, checkpoint = run_dir.open_run(run)
+    hp = decoder_lib.decode_hparams(search)
+    depends_on = {
+        "checkpoint": os.path.basename(checkpoint),
+        "data_stamp": prob.data_stamp(data_dir),
+        "data_dir": files.absolute(data_dir),
+        "split": split,
+        "decode_hparams": hparams_lib.to_dict(hp),
+    }
+    kept_path = os.path.join(run, KEPT_FILE.format(split=split))
+    if tf.io.gfile.exists(kept_path):
+        kept = json.loads(files.read_text(kept_path))
+        if kept.get("depends_on") == depends_on:
+            return kept["figures"]
+    words_path, gold_path = prob.gold_paths(data_dir, split)
+    decoded = os.path.join(run, DECODED_FILE.format(split=split))
+    errors = runner.decode_file(decoder_lib.Decoder(model, hp), prob, words_path, decoded)
+    if errors:
+        raise ValueError(f"{run}: decoding {words_path} failed: {errors[0]}")
+    test = with_gold_tags(files.read_lines(decoded), gold_path)
+    figures = evalb.score_lines(files.read_lines(gold_path), test)
+    files.write_atomically(
+        kept_path, json.dumps({"depends_on": depends_on, "figures": figures}, indent=2)
+    )
+    return figures
+
+
+def compare(
+    output_dir: str,
+    models: list[str],
+    problems: list[str],
+    data_dir: str,
+    config: trainer.TrainConfig,
+    seeds: list[str] | None = None,
+    hparams: str = "",
+    split: str = "dev",
+    missing: str = "train",
+    search: str = DEFAULT_SEARCH,
+) -> str:
+    """The parsing table on one parsing problem's `split` -> its markdown (also
+    output_dir/table.md). seeds: --seeds texts; missing="skip" trains nothing
+    and names the runs left out; search: --decode_hparams of every decode."""
+    if missing not in comparison.MISSING:
+        raise ValueError(
+            f"--missing: expected one of {', '.join(comparison.MISSING)}, got {missing!r}"
+        )
+    if len(problems) != 1:
+        raise ValueError(f"--problems: the parsing table takes one problem, not {problems}")
+    (problem,) = problems
+    prob = problem_lib.get(problem)
+    if split not in prob.evaluation_splits:
+        raise ValueError(
+            f"--bleu_split: a parsing table scores {' or '.join(prob.evaluation_splits)}, "
+            f"not {split!r}"
+        )
+    decoder_lib.decode_hparams(search)  # a bad search fails before any training
+    keys = parse_rows(models)
+    trained = {ENTRIES[key]: key for key in keys if key in ENTRIES}
+    config = dataclasses.replace(config, eval_steps=comparison.EVAL_STEPS)
+    seed_list = comparison.parse_seeds(seeds or [])
+    train = missing == "train"
+    rows = comparison.run(
+        problems, list(trained), data_dir, output_dir, config, seed_list, hparams, trained, train
+    )
+    rows, left_out = comparison.finished_only(rows, trained)
+    scores = {}
+    for row in rows:
+        key = trained[row["entry"]]
+        scores[key] = [run_score(d, data_dir, split, search) for _, d, _ in seed_stats.runs(row)]
+    if BASELINE in keys:
+        scores[BASELINE] = [baseline_score(prob, data_dir, split)]
+    text = markdown(keys, scores, problem, split, search) + comparison.missing_note(left_out)
+    files.write_atomically(os.path.join(output_dir, "table.md"), text + "\n")
+    return text
+
+
+def markdown(keys: list[str], scores: dict, problem: str, split: str, search: str) -> str:
+    """The table: our rows (F1 here), then the paper's (F1 on WSJ section 23)."""
+    here = f"F1, {problem} {split} (here)"
+    lines = [
+        f"| parser | training | F1, WSJ section 23 (paper) | {here} | exact match (here) |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
+    for key in keys:
+        if key not in scores:
+            continue
+        label = "Right-branching baseline" if key == BASELINE else ENTRIES[key].label
+        training = "none" if key == BASELINE else f"{problem} train"
+        f1 = seed_stats.spread([s["f1"] for s in scores[key]])
+        exact = seed_stats.spread([s["exact_match"] for s in scores[key]])
+        lines.append(f"| {label} | {training} | | {f1} | {exact} |")
+    for parser, training, f1 in PAPER_TABLE4:
+        lines.append(f"| {parser} | {training} | {f1:.1f} | | |")
+    sentences = next(iter(scores.values()))[0]["sentences"] if scores else 0
+    lines.append("")
+    lines.append(
+        f"F1: labelled brackets by EVALB's rules (COLLINS.prm) on the {sentences} sentences of "
+        f"{split}, median [min, max] over seeds; search --decode_hparams={search!r}."
+    )
+    return "\n".join(lines)
