@@ -16,7 +16,7 @@ from conftest import ROOT
 from t2t_lite import experiment, sequences
 from t2t_lite.data import problem
 from t2t_lite.reproduction import comparison, entries
-from t2t_lite.training import distribution, steps, trainer
+from t2t_lite.training import distribution, evaluation, steps, trainer
 
 VOCAB = 12
 
@@ -83,11 +83,11 @@ def permute_data(tmp_path_factory) -> str:
 @pytest.mark.parametrize(
     "key", ["transformer", "adaptive_universal_transformer", "ut_wavefront", "transformer_relative"]
 )
-def test_a_train_step_is_traced_at_most_three_times_over_every_bucket_shape(permute_data, key):
-    """Each family trains on batches of several bucket lengths and rows (a bucket
-    per length 8..13, as step 1 gives) through one step function: traced for
-    the first shape, then as rows and lengths are generalised (each at most
-    once), not once per bucket; every loss finite."""
+def test_train_and_eval_steps_are_traced_once_over_every_bucket_shape(permute_data, key):
+    """Each family trains and evaluates on batches of several bucket lengths and
+    rows (a bucket per length 8..13, as step 1 gives) through one step function
+    each, traced once beforehand for any shape (steps.trace_for_every_shape, as
+    the trainer does), not once per bucket; every loss finite."""
     prob = problem.get("test_permute_small")
     exp = comparison.entry_experiment(entries.ENTRIES[key], key, "test_permute_small")
     batches = prob.dataset(
@@ -98,12 +98,17 @@ def test_a_train_step_is_traced_at_most_three_times_over_every_bucket_shape(perm
     model, optimizer, step = steps.build_training_state(exp, prob.vocab_size)
     strategy = tf.distribute.get_strategy()
     train_step = steps.make_train_step(model, optimizer, strategy, 0.1, step, False)
+    eval_step = evaluation.make_eval_step(model, strategy, 0.1)
+    steps.trace_for_every_shape(train_step, batches.element_spec, copies=1)
+    steps.trace_for_every_shape(eval_step, batches.element_spec)
     shapes = set()
     for batch in batches:
         shapes.add(tuple(batch["targets"].shape))
         assert math.isfinite(float(train_step((batch,))[0]))
+        assert math.isfinite(float(eval_step(batch)["loss_sum"]))
     assert len(shapes) >= 3
-    assert train_step.experimental_get_tracing_count() <= 3
+    assert train_step.experimental_get_tracing_count() == 1
+    assert eval_step.experimental_get_tracing_count() == 1
 
 
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])

@@ -121,8 +121,8 @@ def decode_hparams(text: str, base: DecodeHParams | None = None) -> DecodeHParam
 class Decoder:
     """Searches a model's cached decoder: padded input ids -> ids and scores.
 
-    The search is one tf.function, traced once per input shape: batches are
-    padded to batch_size rows and to a bucket length. XLA-compiled when
+    The search is one tf.function, traced once (under XLA once per input
+    shape: batches are padded to batch_size rows and to a bucket length). XLA-compiled when
     `xla_compile` says so, by default for at most XLA_MAX_ROWS search rows.
     """
 
@@ -132,7 +132,12 @@ class Decoder:
         if xla_compile is None:
             xla_compile = hp.batch_size * hp.beam_size <= XLA_MAX_ROWS
         self.xla_compile = xla_compile
-        self.search = tf.function(self.search_ids, jit_compile=self.xla_compile)
+        # XLA compiles per shape; otherwise one trace serves every batch shape
+        # (a trace per bucket length would cost seconds each).
+        signature = None if self.xla_compile else [tf.TensorSpec([None, None], tf.int32)]
+        self.search = tf.function(
+            self.search_ids, jit_compile=self.xla_compile, input_signature=signature
+        )
 
     def search_ids(self, inputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         """inputs [B, S] (EOS-terminated, PAD after) -> (ids [B, K, T], scores [B, K]).

@@ -108,10 +108,11 @@ def make_train_step(
         grad_norm = apply_update(optimizer, grads, variables, clip_grad_norm)
         return loss_sum, weight, grad_norm, metrics
 
-    # Traced for the first batch's shape, then as its rows and length are
-    # generalised (each at most once): not once per length bucket (42 for
-    # length 256 at length_bucket_step 1.1) or per micro-batch combination.
-    # An XLA-compiled step still compiles once per shape.
+    # Traced once for any shape by trace_for_every_shape; otherwise (batches
+    # of per-replica values) for the first batch's shape, then as its rows and
+    # length are generalised (each at most once): not once per length bucket
+    # (42 for length 256 at length_bucket_step 1.1) or per micro-batch
+    # combination. An XLA-compiled step still compiles once per shape.
     @tf.function(reduce_retracing=True)
     def train_step(batches):
         loss_sum, weight, grad_norm, metrics = strategy.run(replica_step, args=(batches,))
@@ -125,6 +126,29 @@ def make_train_step(
         )
 
     return train_step
+
+
+def trace_for_every_shape(
+    function,
+    element_spec,
+    copies: int | None = None,
+) -> None:
+    """Traces `function` once for batches of any rows and length (the dataset's
+    element spec with every dimension unknown), so that the batches of every
+    length bucket and the partial last batch reuse one trace instead of
+    retracing as new shapes arrive (three traces on a short run, seconds
+    each). `copies`: the function takes a tuple of that many batches (the
+    micro-batches of one step). Datasets of per-replica values (several
+    local devices) are left to trace per shape as they are called.
+    """
+    trace = getattr(function, "get_concrete_function", None)  # None: not a tf.function
+    specs = tf.nest.flatten(element_spec)
+    if trace is None or not all(isinstance(spec, tf.TensorSpec) for spec in specs):
+        return
+    relaxed = tf.nest.map_structure(
+        lambda spec: tf.TensorSpec([None] * spec.shape.rank, spec.dtype), element_spec
+    )
+    trace(relaxed if copies is None else (relaxed,) * copies)
 
 
 def apply_update(

@@ -85,6 +85,7 @@ class Trainer:
         self._writers: dict[str, tf.summary.SummaryWriter] = {}  # "train", "eval_<split>"
         self._bleu = evaluation.BleuEvaluation(self.model, self.problem, config.eval_bleu_examples)
         self._ponder = evaluation.PonderImages(self.model)
+        self._eval_data: dict[str, tf.distribute.DistributedDataset] = {}  # by split
         self._eval_step = evaluation.make_eval_step(
             self.model, self.strategy, self.hp.label_smoothing
         )
@@ -133,6 +134,10 @@ class Trainer:
             length_limit=curriculum.limit if curriculum else None,
         )
         paths = self.problem.filepaths(self.data_dir, problem_lib.TRAIN)
+        if start_step < config.train_steps:
+            steps.trace_for_every_shape(
+                self._train_step, train_data.element_spec, config.accumulation_steps
+            )
         iterator = iter(train_data)
         pending = []  # step outputs not yet read back to the host
         window = _Window(start_step, config.train_steps)
@@ -156,8 +161,8 @@ class Trainer:
         )
         with self.stop, self._training_loop():
             reason, _ = self.stop.decide()  # a budget already spent trains no step
-            steps = range(start_step + 1, config.train_steps + 1) if not reason else ()
-            for step in steps:
+            to_train = range(start_step + 1, config.train_steps + 1) if not reason else ()
+            for step in to_train:
                 batches = tuple(tfrecord.next_element(iterator, paths) for _ in micro_batches)
                 pending.append(self._train_step(batches))
                 if curriculum is not None and (limit := curriculum.advance(step)):
@@ -320,11 +325,14 @@ class Trainer:
         weights. In the training loop's evaluations: None as soon as a stop signal
         arrives (between batches; one process only: the workers of a job finish
         an evaluation together)."""
-        dataset = self.distributed_dataset(split)
+        if split not in self._eval_data:  # built once; each evaluation iterates it anew
+            self._eval_data[split] = self.distributed_dataset(split)
+        dataset = self._eval_data[split]
         paths = self.problem.filepaths(self.data_dir, split)
         stopped = None
         if self._in_loop and not distribution.is_multi_worker(self.strategy):
             stopped = lambda: self.stop.signal_name is not None
+        steps.trace_for_every_shape(self._eval_step, dataset.element_spec)
         metrics = evaluation.evaluate(self._eval_step, dataset, paths, max_steps, stopped)
         if metrics is None:
             return None
