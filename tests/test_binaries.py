@@ -137,7 +137,7 @@ def test_programs_are_console_scripts_into_the_package_and_bin_only_launches_the
         if e.name.startswith("t2t-")
     }
     launchers = sorted(os.listdir(os.path.join(ROOT, "bin")))
-    assert sorted(scripts) == launchers and len(launchers) == 7
+    assert sorted(scripts) == launchers and len(launchers) == 8
     for name in launchers:
         module = name[len("t2t-") :].replace("-", "_")
         assert scripts[name] == f"t2t_lite.programs.{module}:run"
