@@ -413,7 +413,7 @@ def transformer_parsing() -> TransformerHParams:
 def transformer_parsing_cpu() -> TransformerHParams:
     """transformer_parsing at a width a CPU trains in an hour: 4 layers, d=128,
     ff=512, h=4; dropout 0.2, warmup 1,000, 2,048-token batches in doubling
-    length buckets (settings chosen on the dev split: docs/parsing.md)."""
+    length buckets. A first budget, not tuned yet (docs/parsing.md)."""
     return dataclasses.replace(
         transformer_parsing(),
         hidden_size=128,
