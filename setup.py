@@ -20,19 +20,23 @@ setuptools.setup(
     package_dir={"t2t_lite.problems": "problems"},
     # Console scripts into the package: an editable install follows the code
     # (bin/ holds launchers of the same modules, for a checkout).
+    # tensor2tensor's program names run ours too (our flags): t2t-trainer,
+    # t2t-decoder, t2t-avg-all, t2t-exporter.
     entry_points={
         "console_scripts": [
-            f"t2t-{name.replace('_', '-')}=t2t_lite.programs.{name}:run"
-            for name in (
-                "datagen",
-                "train",
-                "compare",
-                "decode",
-                "avg_checkpoints",
-                "export",
-                "visualize",
-                "evalb",
-            )
+            f"{script}=t2t_lite.programs.{name}:run"
+            for name, aliases in {
+                "datagen": (),
+                "train": ("t2t-trainer",),
+                "compare": (),
+                "decode": ("t2t-decoder",),
+                "avg_checkpoints": ("t2t-avg-all",),
+                "export": ("t2t-exporter",),
+                "visualize": (),
+                "evalb": (),
+                "bleu": (),
+            }.items()
+            for script in (f"t2t-{name.replace('_', '-')}", *aliases)
         ]
     },
     install_requires=[

@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 import sys
@@ -126,8 +127,8 @@ def test_the_test_server_reports_what_python_would():
 
 def test_programs_are_console_scripts_into_the_package_and_bin_only_launches_them():
     """An editable install runs the package's code as it is now: every program
-    is a console script t2t_lite.programs.<name>:run, and bin/ holds launchers
-    that import nothing else."""
+    is a console script t2t_lite.programs.<name>:run (tensor2tensor's program
+    names too), and bin/ holds launchers that import nothing else."""
     import ast
     import importlib.metadata
 
@@ -137,7 +138,17 @@ def test_programs_are_console_scripts_into_the_package_and_bin_only_launches_the
         if e.name.startswith("t2t-")
     }
     launchers = sorted(os.listdir(os.path.join(ROOT, "bin")))
-    assert sorted(scripts) == launchers and len(launchers) == 8
+    # tensor2tensor's names are other names of the same programs.
+    aliases = {
+        "t2t-trainer": "t2t-train",
+        "t2t-decoder": "t2t-decode",
+        "t2t-avg-all": "t2t-avg-checkpoints",
+        "t2t-exporter": "t2t-export",
+    }
+    assert {alias: scripts.get(alias) for alias in aliases} == {
+        alias: scripts[program] for alias, program in aliases.items()
+    }
+    assert sorted(set(scripts) - set(aliases)) == launchers and len(launchers) == 9
     for name in launchers:
         module = name[len("t2t-") :].replace("-", "_")
         assert scripts[name] == f"t2t_lite.programs.{module}:run"
@@ -264,3 +275,29 @@ def test_sigterm_outside_a_training_loop_is_one_line_and_leaves_no_lock(tmp_path
         "t2t-train: stopped by SIGTERM; no file was left half-written"
     )
     assert sorted(os.listdir(tmp_path)) == []  # no lock, no unfinished shard
+
+
+def test_t2t_bleu_scores_a_translation_file_cased_and_uncased(tmp_path):
+    """Identical lines score 100; a hypothesis differing from its reference only
+    in case scores 100 uncased and less cased; misaligned files are one error."""
+    reference = tmp_path / "ref.de"
+    reference.write_text("das ist ein kleines haus .\nwir gehen heute nach hause .\n")
+    cased = tmp_path / "cased.de"
+    cased.write_text("Das ist ein kleines Haus .\nwir gehen heute nach hause .\n")
+    short = tmp_path / "short.de"
+    short.write_text("das ist ein kleines haus .\n")
+
+    def bleu(translation):
+        return run_binary("t2t-bleu", f"--translation={translation}", f"--reference={reference}")
+
+    same = json.loads(bleu(reference).stdout)
+    assert (same["bleu"], same["bleu_uncased"], same["lines"]) == (100.0, 100.0, 2)
+    assert same["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+    figures = json.loads(bleu(cased).stdout)
+    assert figures["bleu_uncased"] == 100.0 and figures["bleu"] < 100.0
+    result = bleu(short)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"t2t-bleu: error: --translation {short}, --reference {reference}: "
+        "1 hypotheses but 2 references: they must be aligned line by line"
+    )

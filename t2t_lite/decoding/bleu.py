@@ -16,6 +16,23 @@ def corpus_bleu(hypotheses: list[str], references: list[str]) -> float:
     return sacrebleu.corpus_bleu(hypotheses, [references]).score
 
 
+def file_bleu(hypotheses: list[str], references: list[str]) -> dict:
+    """t2t-bleu's figures for aligned lines: sacrebleu's corpus BLEU (13a) on the
+    text as written (cased) and lowercased, the line count and the signature."""
+    if not references:
+        raise ValueError("no lines to score")
+    cased_bleu = corpus_bleu(hypotheses, references)  # checks the alignment
+    cased = sacrebleu.metrics.BLEU()
+    cased.corpus_score(hypotheses, [references])  # the signature names what it scored
+    uncased = sacrebleu.metrics.BLEU(lowercase=True)
+    return {
+        "bleu": round(cased_bleu, 2),
+        "bleu_uncased": round(uncased.corpus_score(hypotheses, [references]).score, 2),
+        "lines": len(references),
+        "signature": str(cased.get_signature()),
+    }
+
+
 def decoded_bleu(
     problem: problem_lib.Problem,
     examples: list[dict[str, list[int]]],
