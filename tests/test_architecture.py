@@ -19,7 +19,7 @@ LEVELS = [
     ("experiment", "checkpoints", "run_dir"),
     ("decoding",),
     ("training",),
-    ("export", "visualization", "reproduction"),
+    ("export", "visualization", "reproduction", "api"),
     ("programs",),
 ]
 # Programs above the package: they may import any of it, and nothing of the tests.
