@@ -39,32 +39,19 @@ def test_a_loaded_run_decodes_strings_as_t2t_decode_writes_a_file(copy_run, tmp_
 
 def test_train_takes_t2t_trains_settings_and_resumes(small_data, tmp_path):
     out = str(tmp_path / "run")
-    settings = {"train_steps": 2, "local_eval_frequency": 2, "eval_steps": 1}
-    first = api.train(
-        "test_identity_small",
-        "transformer",
-        "transformer_test",
-        small_data,
-        out,
-        hparams="batch_size=64,max_length=8",
-        **settings,
-    )
+
+    def train(**config):
+        problem, model = "test_identity_small", "transformer"
+        return api.train(problem, model, "transformer_test", small_data, out, **config)
+
+    settings = {"hparams": "batch_size=64,max_length=8", "local_eval_frequency": 2}
+    first = train(train_steps=2, eval_steps=1, **settings)
     assert set(first) >= {"dev", "test"}
     assert checkpoints.latest(out).endswith("model.ckpt-2")
-    more = api.train(
-        "test_identity_small",
-        "transformer",
-        "transformer_test",
-        small_data,
-        out,
-        hparams="batch_size=64,max_length=8",
-        **{**settings, "train_steps": 3},
-    )
+    more = train(train_steps=3, eval_steps=1, **settings)  # resumed at step 2
     assert checkpoints.latest(out).endswith("model.ckpt-3") and set(more) == set(first)
     with pytest.raises(TypeError, match="train_step"):
-        api.train(
-            "test_identity_small", "transformer", "transformer_test", small_data, out, train_step=4
-        )
+        train(train_step=4)
 
 
 @pytest.mark.slow

@@ -27,15 +27,8 @@ def main(argv):
     from t2t_lite.decoding import bleu
 
     def score():
-        hypotheses = files.read_lines(FLAGS.translation)
-        references = files.read_lines(FLAGS.reference)
-        try:
-            result = bleu.file_bleu(hypotheses, references)
-        except ValueError as err:
-            raise ValueError(
-                f"--translation {FLAGS.translation}, --reference {FLAGS.reference}: {err}"
-            ) from None
-        print(json.dumps(result))
+        pair = ("translation", FLAGS.translation), ("reference", FLAGS.reference)
+        print(json.dumps(files.score_aligned(*pair, bleu.file_bleu)))
 
     cli.run("t2t-bleu", score)
 

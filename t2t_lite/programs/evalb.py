@@ -26,14 +26,8 @@ def main(argv):
     from t2t_lite.decoding import evalb
 
     def score():
-        gold = files.read_lines(FLAGS.gold_file)
-        test = files.read_lines(FLAGS.test_file)
-        try:
-            result = evalb.score_lines(gold, test)
-        except ValueError as err:
-            raise ValueError(
-                f"--gold_file {FLAGS.gold_file}, --test_file {FLAGS.test_file}: {err}"
-            ) from None
+        pair = ("gold_file", FLAGS.gold_file), ("test_file", FLAGS.test_file)
+        result = files.score_aligned(*pair, evalb.score_lines)
         for problem in result["problems"][:10]:
             logging.warning("line %s", problem)
         if len(result["problems"]) > 10:
