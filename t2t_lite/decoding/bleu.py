@@ -8,12 +8,16 @@ from t2t_lite.data import problem as problem_lib
 
 def corpus_bleu(hypotheses: list[str], references: list[str]) -> float:
     """sacrebleu's corpus BLEU (13a tokenization), 0..100."""
+    _check_aligned(hypotheses, references)
+    return sacrebleu.corpus_bleu(hypotheses, [references]).score
+
+
+def _check_aligned(hypotheses: list[str], references: list[str]) -> None:
     if len(hypotheses) != len(references):
         raise ValueError(
             f"{len(hypotheses)} hypotheses but {len(references)} references: "
             "they must be aligned line by line"
         )
-    return sacrebleu.corpus_bleu(hypotheses, [references]).score
 
 
 def file_bleu(hypotheses: list[str], references: list[str]) -> dict:
@@ -21,12 +25,11 @@ def file_bleu(hypotheses: list[str], references: list[str]) -> dict:
     text as written (cased) and lowercased, the line count and the signature."""
     if not references:
         raise ValueError("no lines to score")
-    cased_bleu = corpus_bleu(hypotheses, references)  # checks the alignment
-    cased = sacrebleu.metrics.BLEU()
-    cased.corpus_score(hypotheses, [references])  # the signature names what it scored
+    _check_aligned(hypotheses, references)
+    cased = sacrebleu.metrics.BLEU()  # corpus_bleu's score; its signature after scoring
     uncased = sacrebleu.metrics.BLEU(lowercase=True)
     return {
-        "bleu": round(cased_bleu, 2),
+        "bleu": round(cased.corpus_score(hypotheses, [references]).score, 2),
         "bleu_uncased": round(uncased.corpus_score(hypotheses, [references]).score, 2),
         "lines": len(references),
         "signature": str(cased.get_signature()),
