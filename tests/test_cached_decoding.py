@@ -280,3 +280,17 @@ def test_coupled_positions_follow_each_hypothesis_source_under_beam_search(name)
     uncached = search.beam_search(never_pad(step_fn), init_cache(encoded, bias), 2, 8, 3, 0.6)
     np.testing.assert_array_equal(cached[0].numpy(), uncached[0].numpy())
     np.testing.assert_allclose(cached[1].numpy(), uncached[1].numpy(), atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["transformer_coupled", "adaptive_ut_sepconv"])
+def test_the_eager_build_creates_what_keras_symbolic_build_creates(name, tmp_path):
+    """checkpoints.build_model skips Keras's symbolic pass over container
+    layers: a checkpoint of a model Keras built its own way (a symbolic call,
+    then the real one) restores into it with every object consumed."""
+    model = MODELS[name]()
+    reference = type(model)(model.hparams, 11)
+    reference(reference.dummy_features(), training=False)  # Keras's own build
+    path = tf.train.Checkpoint(model=reference).write(str(tmp_path / "keras_built"))
+    status = tf.train.Checkpoint(model=model).read(path)
+    status.assert_consumed()
+    assert len(model.weights) == len(reference.weights)
