@@ -1,6 +1,7 @@
 """Step-named checkpoints of model, optimizer and step, and their restore."""
 
 import gc
+import hashlib
 import os
 import re
 
@@ -221,6 +222,21 @@ def restore_newest_readable(
             f"{candidates[0]}): move them away to start afresh, or restore a copy"
         )
     return None
+
+
+def fingerprint(path: str) -> str:
+    """What the checkpoint at prefix `path` holds, as a digest of its index.
+
+    The index names each tensor with its shape, dtype and CRC32C, so a
+    checkpoint rewritten under the same name with other values (a retrained
+    run reuses its names) gets another fingerprint, and the same values the
+    same one. A write time would not do: storage with whole-second times
+    gives a rewrite within the second the old time.
+    """
+    if not tf.io.gfile.exists(path + ".index"):
+        raise FileNotFoundError(f"no checkpoint at {path!r}")
+    with tf.io.gfile.GFile(path + ".index", "rb") as index:
+        return hashlib.sha256(index.read()).hexdigest()[:16]
 
 
 def reader(path: str):

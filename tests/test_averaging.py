@@ -19,8 +19,11 @@ def tiny_model(hidden_size: int = 16):
     return model
 
 
-def save_step_valued(directory: str, steps: list[int], hidden_size: int = 16) -> list[str]:
-    """Checkpoints where every variable (model, a bf16 extra, the step) equals the step."""
+def save_step_valued(
+    directory: str, steps: list[int], hidden_size: int = 16, shift: float = 0.0
+) -> list[str]:
+    """Checkpoints where every variable (model, a bf16 extra, the step) equals the
+    step (the float ones plus `shift`)."""
     model = tiny_model(hidden_size)
     step = tf.Variable(0, dtype=tf.int64)
     extra = tf.Variable(tf.zeros([3], tf.bfloat16))
@@ -29,8 +32,8 @@ def save_step_valued(directory: str, steps: list[int], hidden_size: int = 16) ->
     paths = []
     for s in steps:
         for variable in model.variables:
-            variable.assign(tf.fill(variable.shape, float(s)))
-        extra.assign(tf.fill([3], tf.cast(s, tf.bfloat16)))
+            variable.assign(tf.fill(variable.shape, s + shift))
+        extra.assign(tf.fill([3], tf.cast(s + shift, tf.bfloat16)))
         step.assign(s)
         paths.append(manager.save(checkpoint_number=s))
     return paths
@@ -250,7 +253,8 @@ def test_a_checkpoint_named_twice_is_refused(tmp_path):
 def test_the_table_reuses_an_average_only_of_the_checkpoints_it_asks_for(tmp_path):
     """An average of the last 2 (t2t-avg-checkpoints) sits where the averaged row's
     last-5 average goes: the row makes its own (mean step 4, not 5.5) and reuses
-    that on a rerun, unwritten; a retrained checkpoint makes it average again."""
+    that on a rerun, unwritten; the same values written again keep it; a retrained
+    checkpoint (its name, other values) makes it average again."""
     from t2t_lite.reproduction import translation
 
     run = str(tmp_path / "run")
@@ -262,9 +266,12 @@ def test_the_table_reuses_an_average_only_of_the_checkpoints_it_asks_for(tmp_pat
     written = tf.io.gfile.stat(target + ".index").mtime_nsec
     assert translation.averaged(run, 5) == target
     assert tf.io.gfile.stat(target + ".index").mtime_nsec == written
-    save_step_valued(run, [6])  # step 6 written again (a retrained run reuses names)
+    save_step_valued(run, [6])  # step 6 written again with the same values
     translation.averaged(run, 5)
-    assert tf.io.gfile.stat(target + ".index").mtime_nsec != written
+    assert tf.io.gfile.stat(target + ".index").mtime_nsec == written
+    save_step_valued(run, [6], shift=2.5)  # retrained: a run reuses names, not values
+    assert translation.averaged(run, 5) == target
+    assert mean_step_weight(target) == (2 + 3 + 4 + 5 + 8.5) / 5
 
 
 def test_a_second_averaging_into_the_same_directory_waits_for_the_first(tmp_path, monkeypatch):

@@ -231,9 +231,9 @@ def test_t2t_compare_with_keep_best_prints_and_records_the_best_checkpoints_figu
     # Chosen on the whole split: the figure that chose it is the final one of its weights.
     assert chosen["selected_by"]["value"] == pytest.approx(chosen["dev"]["loss"], rel=1e-5)
     decoded = read_json(os.path.join(run, "greedy_best_test.json"))
-    index = os.path.join(run, "best", f"model.ckpt-{step}.index")
-    assert decoded["checkpoint"] == f"model.ckpt-{step}"  # best/'s, by its write time:
-    assert decoded["checkpoint_written"] == tf.io.gfile.stat(index).mtime_nsec
+    kept_best = os.path.join(run, "best", f"model.ckpt-{step}")
+    assert decoded["checkpoint"] == f"model.ckpt-{step}"  # best/'s, by its fingerprint:
+    assert decoded["checkpoint_fingerprint"] == checkpoints.fingerprint(kept_best)
     cells = [cell.strip() for cell in table.splitlines()[2].strip("|").split("|")]
     assert cells[2] == f"{chosen['test']['accuracy']:.2f}"
     assert cells[4] == f"{decoded['char_accuracy']:.2f}"

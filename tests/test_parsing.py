@@ -280,7 +280,7 @@ def test_the_papers_parsing_search_is_a_named_preset():
         decoder.decode_hparams("parse")
 
 
-def test_the_parsing_table_scores_each_run_by_evalb_and_keeps_the_scores(tmp_path):
+def test_the_parsing_table_scores_each_run_by_evalb_and_keeps_the_scores(tmp_path, monkeypatch):
     from t2t_lite.problems import datagen
     from t2t_lite.reproduction import parsing_table
     from t2t_lite.training import trainer
@@ -344,10 +344,19 @@ def test_the_parsing_table_scores_each_run_by_evalb_and_keeps_the_scores(tmp_pat
 
         assert rows[entry.label].split("|")[4].strip() == seed_stats.spread(f1s)
     # Read back while nothing changed; decoded again when the search changes.
-    decoded = out / "seed1" / "parsing_from_files" / "transformer_parsing" / "parse_dev.trees"
-    before = decoded.stat().st_mtime_ns
-    assert table() == text
-    assert decoded.stat().st_mtime_ns == before
+    from t2t_lite.decoding import runner
+
+    decode_file = runner.decode_file
+    decoded = []
+
+    def counted(*args):
+        decoded.append(args[3])
+        return decode_file(*args)
+
+    monkeypatch.setattr(runner, "decode_file", counted)
+    assert table() == text and decoded == []
     search = "beam_size=1,extra_length=12"
     table()
-    assert decoded.stat().st_mtime_ns != before
+    assert len(decoded) == 2  # both seeds' runs
+    kept = json.loads((out / "seed1" / "parsing_from_files" / key / "parse_dev.json").read_text())
+    assert kept["depends_on"]["decode_hparams"]["beam_size"] == 1

@@ -12,7 +12,7 @@ import os
 
 import tensorflow as tf
 
-from t2t_lite import experiment, files, run_dir
+from t2t_lite import checkpoints, experiment, files, run_dir
 from t2t_lite.decoding import runner
 
 # <run_dir>/<name>_<split>.json: char_accuracy, sequence_accuracy, examples
@@ -21,7 +21,7 @@ RESULT_FILE = "{name}_{split}.json"
 # A kept result is reused only when all of these match the request.
 KEY_FIELDS = (
     "checkpoint",
-    "checkpoint_written",
+    "checkpoint_fingerprint",
     "data_dir",
     "data_stamp",
     "max_examples",
@@ -43,7 +43,7 @@ def evaluate(
     newest checkpoint (or `checkpoint_path`, e.g. an average) on the first
     `max_examples` of data_dir's `split` (all when < 0), with `decode_hparams`
     (default greedy); kept in <run>/<name>_<split>.json and computed again only
-    for another checkpoint (its name and when its index was written), data
+    for another checkpoint (its name and fingerprint), data
     dir or its files, example count or decode setting."""
     path = os.path.join(run_directory, RESULT_FILE.format(name=name, split=split))
     chosen = run_dir.resolve_checkpoint(run_directory, checkpoint_path)
@@ -65,12 +65,11 @@ def _key(
     checkpoint: str, data_dir: str, stamp: str, max_examples: int, decode_hparams: str
 ) -> dict:
     """What a decoded result depends on: the checkpoint (a retrained run reuses its
-    names, not its index's write time), the data dir and its files (`data_stamp`:
+    names, not its values: `checkpoints.fingerprint`), the data dir and its files (`data_stamp`:
     regenerated data is other data), the example count and the decode setting."""
-    written = tf.io.gfile.stat(checkpoint + ".index").mtime_nsec
     return {
         "checkpoint": os.path.basename(checkpoint),
-        "checkpoint_written": written,
+        "checkpoint_fingerprint": checkpoints.fingerprint(checkpoint),
         "data_dir": files.absolute(data_dir),
         "data_stamp": stamp,
         "max_examples": max_examples,

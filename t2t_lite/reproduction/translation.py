@@ -158,7 +158,7 @@ def score(row: Row, run_dir: str, data_dir: str, split: str) -> dict:
 def averaged(run_dir: str, last: int) -> str:
     """The average of the run's last `last` checkpoints: the one written before
     when its record names exactly those checkpoints (a rerun of the table
-    neither rewrites it nor, its write time unchanged, decodes it again), else
+    neither rewrites it nor, its files untouched, decodes it again), else
     a new one (an average of another count, e.g. by t2t-avg-checkpoints, or
     of checkpoints since rewritten, is not reused)."""
     sources = averaging.select(run_dir, last, [])

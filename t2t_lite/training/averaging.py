@@ -139,11 +139,9 @@ def average(paths: list[str], output_path: str) -> None:
 
 
 def provenance(paths: list[str]) -> list[list]:
-    """What an average is made of: each source checkpoint's name and the write time
-    of its index (a retrained run reuses names, not write times)."""
-    return [
-        [os.path.basename(path), tf.io.gfile.stat(path + ".index").mtime_nsec] for path in paths
-    ]
+    """What an average is made of: each source checkpoint's name and fingerprint
+    (a retrained run reuses names, not values)."""
+    return [[os.path.basename(path), checkpoints.fingerprint(path)] for path in paths]
 
 
 def is_average_of(output_path: str, paths: list[str]) -> bool:
