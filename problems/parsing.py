@@ -215,13 +215,12 @@ class ParsingProblem(text_problem.Text2TextProblem):
 
     # Decoding: a tree over the input's words, whatever the model wrote.
 
-    def decoded_line(self, source: str, ids: list[int]) -> str:
+    def output_line(self, source: str, text: str) -> str:
         words = source.split()
         if not words:
             return ""
         symbols = [
-            trees.NORMALIZED_TAG if symbol == subword.UNK else symbol
-            for symbol in self.decode_text(ids).split()
+            trees.NORMALIZED_TAG if symbol == subword.UNK else symbol for symbol in text.split()
         ]
         return trees.output_line(trees.repair(symbols, words))
 

@@ -79,10 +79,7 @@ class Run:
         if errors:
             raise ValueError(errors[0])
         outputs = decoder.decode_ids(inputs, "lines")
-        return [
-            runner.format_hypotheses(self.problem, hyps, hp, line)
-            for line, hyps in zip(lines, outputs, strict=True)
-        ]
+        return runner.format_outputs(self.problem, outputs, hp, list(lines))
 
     translate = decode  # the same call, by the name translation users look for
 

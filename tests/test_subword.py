@@ -45,6 +45,22 @@ def test_new_text_of_known_characters_round_trips_in_a_batch(tokens):
     assert ids.row_lengths().numpy()[1] == 0
 
 
+def test_many_lines_encode_and_decode_as_each_line_alone(tokens, monkeypatch):
+    """encode_many / decode_many (t2t-decode's file path) batch the lines, across
+    batch boundaries too, and give each line what it gives alone: the same ids,
+    the same text, empty lines and outputs with EOS and PAD included."""
+    monkeypatch.setattr(subword, "EAGER_BATCH", 3)  # 8 lines: batches of 3, 3 and 2
+    tokenizer = subword.SubwordTokenizer(tokens)
+    lines = ["Hund über Fuchs 🦊", "", " x ", "café, naïve.", *sorted(set(CORPUS))[:4]]
+    alone = [tokenizer.encode_many([line])[0] for line in lines]
+    assert tokenizer.encode_many(lines) == alone
+    assert alone[1] == [] and len({len(ids) for ids in alone}) > 3  # ragged, really
+    assert tokenizer.decode_many(alone) == lines
+    # PAD and EOS are not text: dropped wherever they stand.
+    assert tokenizer.decode_many([[0, *alone[0], 1, 0], []]) == [lines[0], ""]
+    assert tokenizer.encode_many([]) == [] and tokenizer.decode_many([]) == []
+
+
 def test_a_word_with_an_unknown_character_becomes_unk(tokens):
     """WordPiece's rule: the whole word (here with its leading space) is UNK."""
     tokenizer = subword.SubwordTokenizer(tokens)

@@ -157,3 +157,9 @@ class WordTokenizer(GraphTokenizer):
 
     def decode(self, ids: list[int]) -> str:
         return " ".join(self._words[i] for i in ids if 2 <= i < self.vocab_size)
+
+    def encode_many(self, lines: list[str]) -> list[list[int]]:
+        return [self.encode(line) for line in lines]
+
+    def decode_many(self, ids: list[list[int]]) -> list[str]:
+        return [self.decode(line) for line in ids]

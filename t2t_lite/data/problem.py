@@ -80,11 +80,27 @@ class Problem(abc.ABC):
         """Ids (up to EOS; PAD skipped) -> text."""
         raise ValueError(f"problem {self.name!r} has no text encoding")
 
-    def decoded_line(self, source: str, ids: list[int]) -> str:
-        """What t2t-decode writes for the decode `ids` of the input line `source`:
-        the decode's text (a parsing problem makes a tree over the source's words)."""
+    def encode_texts(self, texts: list[str]) -> list[list[int]]:
+        """encode_text of many lines (a subword vocabulary encodes them together)."""
+        return [self.encode_text(text) for text in texts]
+
+    def decode_texts(self, ids: list[list[int]]) -> list[str]:
+        """decode_text of many outputs (a subword vocabulary decodes them together)."""
+        return [self.decode_text(line) for line in ids]
+
+    def output_line(self, source: str, text: str) -> str:
+        """What t2t-decode writes for the decoded `text` of the input line `source`:
+        the text itself (a parsing problem makes a tree over the source's words)."""
         del source
-        return self.decode_text(ids)
+        return text
+
+    def decoded_lines(self, sources: list[str], ids: list[list[int]]) -> list[str]:
+        """What t2t-decode writes for each decode `ids[i]` of the input line `sources[i]`."""
+        texts = self.decode_texts(ids)
+        return [self.output_line(s, text) for s, text in zip(sources, texts, strict=True)]
+
+    def decoded_line(self, source: str, ids: list[int]) -> str:
+        return self.decoded_lines([source], [ids])[0]
 
     def bind(self, directory: str) -> None:
         """Loads what the problem keeps in a data or run dir (e.g. a vocabulary)."""

@@ -42,6 +42,10 @@ WORD_CHARS = 100
 WORD = rf"{SPACE}?[\p{{L}}\p{{M}}\p{{N}}]+|{SPACE}?[^\p{{L}}\p{{M}}\p{{N}}{SPACE}]|{SPACE}"
 
 
+# Lines per eager call of encode_many / decode_many.
+EAGER_BATCH = 1024
+
+
 # A private-use character that starts an escape: ESCAPE + "1" is a literal
 # "▁" of the text, ESCAPE + "2" a literal ESCAPE. Every ESCAPE of escaped
 # text starts an escape, so the two are undone one after the other.
@@ -236,8 +240,24 @@ class SubwordTokenizer(graph_tokenizer.GraphTokenizer):
 
     def encode(self, line: str) -> list[int]:
         """One line -> ids (eagerly, with the graph's ops)."""
-        ids, _ = self.tokenize(tf.constant([line]))
-        return ids[0].numpy().tolist()
+        return self.encode_many([line])[0]
 
     def decode(self, ids: list[int]) -> str:
-        return self.detokenize(tf.ragged.constant([ids], dtype=tf.int32))[0].numpy().decode("utf-8")
+        return self.decode_many([ids])[0]
+
+    def encode_many(self, lines: list[str]) -> list[list[int]]:
+        """Lines -> ids, EAGER_BATCH lines per call of the graph's ops (an eager
+        op costs the same for one line as for thousands)."""
+        encoded: list[list[int]] = []
+        for start in range(0, len(lines), EAGER_BATCH):
+            ids, _ = self.tokenize(tf.constant(lines[start : start + EAGER_BATCH], tf.string))
+            encoded += ids.to_list()
+        return encoded
+
+    def decode_many(self, ids: list[list[int]]) -> list[str]:
+        """Ids of many lines -> their texts, as `encode_many` batches them."""
+        texts: list[str] = []
+        for start in range(0, len(ids), EAGER_BATCH):
+            batch = tf.ragged.constant(ids[start : start + EAGER_BATCH], tf.int32, ragged_rank=1)
+            texts += [text.decode("utf-8") for text in self.detokenize(batch).numpy()]
+        return texts

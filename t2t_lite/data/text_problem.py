@@ -87,6 +87,12 @@ class Text2TextProblem(problem.Problem):
     def decode_text(self, ids: list[int]) -> str:
         return self.tokenizer.decode(sequences.until_eos(ids))
 
+    def encode_texts(self, texts: list[str]) -> list[list[int]]:
+        return self.tokenizer.encode_many(texts)
+
+    def decode_texts(self, ids: list[list[int]]) -> list[str]:
+        return self.tokenizer.decode_many([sequences.until_eos(line) for line in ids])
+
     def graph_tokenizer(self, data_dir: str) -> graph_tokenizer.GraphTokenizer:
         if data_dir:
             self.bind(data_dir)

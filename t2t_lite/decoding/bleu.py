@@ -43,6 +43,6 @@ def decoded_bleu(
 ) -> float:
     """BLEU of the best decoded hypotheses (Decoder.decode_ids' outputs for the
     examples' inputs) against the examples' targets, both detokenized."""
-    hypotheses = [problem.decode_text(hyps[0][0]) for hyps in outputs]
-    references = [problem.decode_text(sequences.strip_eos(e["targets"])) for e in examples]
+    hypotheses = problem.decode_texts([hyps[0][0] for hyps in outputs])
+    references = problem.decode_texts([sequences.strip_eos(e["targets"]) for e in examples])
     return corpus_bleu(hypotheses, references)

@@ -33,6 +33,10 @@ def encode_lines(
 
     Long lines stay whole: the Decoder truncates to its max_input_length.
     """
+    try:
+        return problem.encode_texts(lines), []  # together; a bad line is found line by line
+    except ValueError:
+        pass
     inputs, errors = [], []
     for number, line in enumerate(lines, start=first_line):
         try:
@@ -52,12 +56,28 @@ def format_hypotheses(
 ) -> str:
     """One output line for the input line `source`: the best hypothesis, or all
     beams tab-separated; scores if asked."""
-    fields = []
-    for ids, score in hypotheses[: hp.num_outputs]:
-        fields.append(problem.decoded_line(source, ids))
-        if hp.write_beam_scores:
-            fields.append(f"{score:.4f}")
-    return "\t".join(fields)
+    return format_outputs(problem, [hypotheses], hp, [source])[0]
+
+
+def format_outputs(
+    problem: problem_lib.Problem,
+    outputs: list[list[tuple[list[int], float]]],
+    hp: decoder_lib.DecodeHParams,
+    sources: list[str],
+) -> list[str]:
+    """format_hypotheses of every input line, their texts decoded together."""
+    kept = [hypotheses[: hp.num_outputs] for hypotheses in outputs]
+    pairs = [(source, ids) for source, hyps in zip(sources, kept, strict=True) for ids, _ in hyps]
+    texts = iter(problem.decoded_lines([s for s, _ in pairs], [ids for _, ids in pairs]))
+    lines = []
+    for hypotheses in kept:
+        fields = []
+        for _, score in hypotheses:
+            fields.append(next(texts))
+            if hp.write_beam_scores:
+                fields.append(f"{score:.4f}")
+        lines.append("\t".join(fields))
+    return lines
 
 
 def decode_file(
@@ -84,10 +104,7 @@ def decode_file(
     inputs, encode_errors = encode_lines(problem, lines, input_path)
     errors += encode_errors
     outputs = decoder.decode_ids(inputs, input_path)
-    text = "".join(
-        format_hypotheses(problem, hyps, decoder.hp, line) + "\n"
-        for line, hyps in zip(lines, outputs, strict=True)
-    )
+    text = "".join(line + "\n" for line in format_outputs(problem, outputs, decoder.hp, lines))
     files.write_output(output_path, text)
     logging.info("Decoded %d lines of %s into %s.", len(lines), input_path, output_path)
     return errors
