@@ -30,3 +30,30 @@ def test_ci_runs_the_readme_test_command_then_the_slow_tier():
     slow = next(line for line in after if "pytest" in line)
     assert "-m slow" in slow and slow.endswith(" tests")
     assert "--durations=15" in fast and "--durations=15" in slow  # the slowest, every round
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a markdown heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def test_every_relative_link_of_the_readme_and_docs_names_a_file_and_heading_that_exist():
+    pages = ["README.md"] + [
+        os.path.join("docs", name) for name in os.listdir(os.path.join(ROOT, "docs"))
+    ]
+    pages = [page for page in pages if page.endswith(".md")]
+    broken = []
+    for page in pages:
+        for target in re.findall(r"\]\(([^)\s]+)\)", read(page)):
+            if "://" in target or target.startswith("mailto:"):
+                continue
+            path, _, anchor = target.partition("#")
+            where = os.path.normpath(os.path.join(os.path.dirname(page), path)) if path else page
+            if not os.path.exists(os.path.join(ROOT, where)):
+                broken.append(f"{page}: {target} (no file)")
+            elif anchor and where.endswith(".md"):
+                headings = re.findall(r"^#+ (.*)$", read(where), re.MULTILINE)
+                if anchor not in {_anchor(h) for h in headings}:
+                    broken.append(f"{page}: {target} (no heading)")
+    assert not broken, broken
