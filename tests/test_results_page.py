@@ -22,6 +22,7 @@ SHORT = {
     "$P": "algo/algorithmic_permute_three20",
     "$Q": "algo/algorithmic_parity_binary20",
     "$T": "translate_gettext",
+    "$A": "add_best/algorithmic_addition_decimal40",
 }
 
 CHECKS = [
@@ -70,8 +71,29 @@ CHECKS = [
         "the base has perplexity {$T/dev/t3_base:perplexity} and BLEU {$T/dev/t3_base:bleu:1}",
     ),
     ("docs/results.md", "the base has BLEU {$T/test/t3_base:bleu:1} over three seeds"),
+    # The headlines table.
+    ("docs/results.md", "wavefront UT {$P/ut_wavefront:test.sequence_accuracy} answer accuracy"),
+    (
+        "docs/results.md",
+        "base dev BLEU {$T/dev/t3_base:bleu:1}, test {$T/test/t3_base:bleu:1}",
+    ),
+    (
+        "docs/results.md",
+        (
+            "UT {$A/universal_transformer_randomized:test.greedy_accuracy} greedy char-acc "
+            "(4 seeds, one held out); same-size Transformer "
+            "{$A/transformer_equal_params_randomized:test.greedy_accuracy}"
+        ),
+    ),
     ("README.md", "wavefront UT {$P/ut_wavefront:test.sequence_accuracy} answer accuracy"),
     ("README.md", "base dev BLEU {$T/dev/t3_base:bleu:1}"),
+    (
+        "README.md",
+        (
+            "UT {$A/universal_transformer_randomized:test.greedy_accuracy} greedy char-acc; "
+            "same-size Transformer {$A/transformer_equal_params_randomized:test.greedy_accuracy}"
+        ),
+    ),
 ]
 
 
