@@ -165,6 +165,30 @@ _BINARIES = binary_server.Client()
 atexit.register(_BINARIES.close)
 
 
+def tiny_translation(
+    tmp_path,
+    train: list[tuple[str, str]],
+    dev: list[tuple[str, str]],
+    vocab_size: int,
+    hparams: str,
+):
+    """A translate_from_files problem over these pairs, its data generated in
+    tmp_path/data, and a small Transformer on it -> (data_dir, experiment, run dir)."""
+    from t2t_lite import experiment
+
+    for name, pairs in (("train", train), ("dev", dev)):
+        (tmp_path / f"{name}.tsv").write_text("".join(f"{s}\t{t}\n" for s, t in pairs))
+    data_dir = str(tmp_path / "data")
+    prob = problem.get("translate_from_files")
+    prob.configure(data_dir, [str(tmp_path / "train.tsv")], [str(tmp_path / "dev.tsv")], vocab_size)
+    prob.generate_data(data_dir)
+    small = "hidden_size=64,filter_size=128,num_heads=4,learning_rate_constant=1.0"
+    exp = experiment.Experiment.resolve(
+        "transformer", "translate_from_files", "transformer_test", f"{small},{hparams}"
+    )
+    return data_dir, exp, str(tmp_path / "run")
+
+
 def run_binary(name: str, *args: str) -> subprocess.CompletedProcess:
     """Runs bin/<name> in its own process that knows the tests' problems.
 

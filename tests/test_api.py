@@ -37,6 +37,7 @@ def test_a_loaded_run_decodes_strings_as_t2t_decode_writes_a_file(copy_run, tmp_
         api.load(run, checkpoint="best")  # trained without --keep_best
 
 
+@pytest.mark.slow
 def test_train_takes_t2t_trains_settings_and_resumes(small_data, tmp_path):
     out = str(tmp_path / "run")
 

@@ -55,6 +55,7 @@ def run_bench(tmp_path, *flags, script="datagen_throughput.py") -> list[dict]:
     return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
 
 
+@pytest.mark.slow
 def test_the_benchmark_prints_its_json_line_with_distinct_words_and_phases(tmp_path):
     (result,) = run_bench(
         tmp_path, "--pairs=300", "--vocab_size=300", "--reference_pairs=5", f"--workdir={tmp_path}"

@@ -138,6 +138,7 @@ def test_a_lower_is_better_metric_and_a_tie_keeps_the_earlier_step():
     assert best.Spec.parse("dev/neg_log_perplexity").better(0.1, 0.2)
 
 
+@pytest.mark.slow
 def test_a_resumed_run_keeps_its_best_and_a_changed_metric_is_refused(small_data, tmp_path):
     out = tmp_path / "run"
     fake = {2: 0.9, 4: 0.3, 6: 0.5, 8: 0.4}
@@ -206,6 +207,7 @@ def test_the_split_is_evaluated_though_not_in_eval_splits(small_data, tmp_path):
     assert os.path.exists(tmp_path / "run" / run_dir.METRICS_BEST_FILE)
 
 
+@pytest.mark.slow
 def test_t2t_compare_with_keep_best_prints_and_records_the_best_checkpoints_figures(
     tmp_path, monkeypatch
 ):
@@ -249,6 +251,7 @@ def test_t2t_compare_with_keep_best_prints_and_records_the_best_checkpoints_figu
     assert cells[2] == f"{last['test']['accuracy']:.2f}"
 
 
+@pytest.mark.slow
 def test_t2t_compare_reads_a_best_checkpoint_before_the_last_step_as_finished(
     tmp_path, monkeypatch
 ):

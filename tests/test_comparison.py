@@ -484,6 +484,7 @@ def test_length_table_entries_resolve_with_positions_by_task():
     assert set(entries.LENGTH_TABLE) <= set(comparison.ENTRIES)
 
 
+@pytest.mark.slow
 def test_the_length_scaled_ut_trains_evaluates_and_greedy_decodes_through_compare(tmp_path):
     """The length table's UT through the real trainer (its compiled step runs the
     per-row masked loop and the random moves), evaluation and greedy decoding:

@@ -118,6 +118,7 @@ def xla_functions(export_path: str) -> int:
     return sum(f.attr["_XlaMustCompile"].b for f in library.function)
 
 
+@pytest.mark.slow
 def test_small_batches_run_xla_compiled_when_asked_and_serve_the_same(
     exported, copy_run, in_process, tmp_path
 ):
@@ -149,6 +150,7 @@ def test_the_ids_signature_decodes_padded_ids(exported, in_process):
     assert answer["scores"] == pytest.approx([s for _, s in expected], abs=1e-4)
 
 
+@pytest.mark.slow
 def test_bad_elements_get_defined_answers_and_the_rest_is_decoded(exported, in_process):
     too_long = "1 2 3 0 1 2 3 0 1 2"  # 10 symbols > max_input_length=8
     batch = ["", b"\xff\xfe 1", "1 9", too_long, "2 2"]

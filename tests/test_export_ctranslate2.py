@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import run_binary
+from conftest import run_binary, tiny_translation
 
 from t2t_lite import checkpoints, experiment, run_dir, sequences
 from t2t_lite.data import problem
@@ -516,19 +516,14 @@ def test_both_engines_decode_a_real_text_file_alike(tmp_path, train_seed):
     assert len(lines) > 300  # the standard library always documents this much
     held_out = lines[::12]
     train = [line for line in lines if line not in held_out]
-    for name, split in (("train", train), ("dev", held_out[:8])):
-        (tmp_path / f"{name}.tsv").write_text("".join(f"{s}\t{s}\n" for s in split))
     (tmp_path / "test.txt").write_text("".join(f"{s}\n" for s in held_out))
-    prob = problem.get("translate_from_files")
-    data_dir = str(tmp_path / "data")
-    prob.configure(data_dir, [str(tmp_path / "train.tsv")], [str(tmp_path / "dev.tsv")], 400)
-    prob.generate_data(data_dir)
-    exp = experiment.Experiment.resolve(
-        "transformer", "translate_from_files", "transformer_test",
-        "batch_size=1024,hidden_size=64,filter_size=128,num_heads=4,"
-        "learning_rate_constant=1.0,learning_rate_warmup_steps=100",
-    )  # fmt: skip
-    run = str(tmp_path / "run")
+    data_dir, exp, run = tiny_translation(
+        tmp_path,
+        [(line, line) for line in train],
+        [(line, line) for line in held_out[:8]],
+        400,
+        "batch_size=1024,learning_rate_warmup_steps=100",
+    )
     config = trainer.TrainConfig(
         train_steps=300, local_eval_frequency=300, eval_bleu_examples=0, random_seed=train_seed
     )

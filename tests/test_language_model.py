@@ -195,6 +195,7 @@ def lm_run(tmp_path, input_encoding=None):
     return run, data_dir, metrics
 
 
+@pytest.mark.slow
 def test_a_language_model_run_decodes_evaluates_and_exports(tmp_path):
     from t2t_lite.export import exporter
 
@@ -231,6 +232,7 @@ def test_a_language_model_run_decodes_evaluates_and_exports(tmp_path):
     assert out["outputs"].numpy()[0].decode() == problem.decode_text(expected)
 
 
+@pytest.mark.slow
 def test_an_encoder_decoder_language_model_run_keeps_loading(tmp_path):
     from t2t_lite.training import trainer
 

@@ -280,6 +280,7 @@ def test_the_papers_parsing_search_is_a_named_preset():
         decoder.decode_hparams("parse")
 
 
+@pytest.mark.slow
 def test_the_parsing_table_scores_each_run_by_evalb_and_keeps_the_scores(tmp_path, monkeypatch):
     from t2t_lite.problems import datagen
     from t2t_lite.reproduction import parsing_table

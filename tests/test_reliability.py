@@ -340,6 +340,7 @@ def run_datagen_fresh(data_dir: str, tsv: str) -> None:
     )
 
 
+@pytest.mark.slow
 def test_the_same_seed_gives_byte_identical_shards_in_fresh_processes(tmp_path):
     tsv = tmp_path / "pairs.tsv"
     rng = np.random.default_rng(0)

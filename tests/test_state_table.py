@@ -80,6 +80,7 @@ def test_state_table_expands_to_the_state_rows_and_unknown_names_list_the_tables
         entries.parse_entries(["state_tabel"])
 
 
+@pytest.mark.slow
 def test_the_wavefront_trains_evaluates_and_greedy_decodes_through_compare(tmp_path):
     """The wavefront row through the real trainer (per-position counts, the
     window, labels and curriculum) on a small S3 problem: every figure of the

@@ -175,6 +175,7 @@ def test_a_signal_during_a_whole_split_evaluation_cuts_it_short(small_data, tmp_
     assert saved_steps(out) == [3, 4]
 
 
+@pytest.mark.slow
 def test_a_time_budget_stops_with_a_checkpoint_and_counts_resumed_time(
     small_data, tmp_path, monkeypatch
 ):

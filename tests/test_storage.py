@@ -3,6 +3,7 @@
 import os
 import uuid
 
+import pytest
 import tensorflow as tf
 from test_text_problems import ENGLISH, GERMAN
 
@@ -18,6 +19,7 @@ def write(path: str, lines: list[str]) -> None:
         f.write("".join(line + "\n" for line in lines))
 
 
+@pytest.mark.slow
 def test_datagen_train_resume_decode_average_export_on_ram(tmp_path, monkeypatch, caplog):
     monkeypatch.chdir(tmp_path)  # anything written locally by mistake would land here
     root = f"ram://t2t-{uuid.uuid4().hex}"

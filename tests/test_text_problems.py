@@ -1,6 +1,7 @@
 """Problems on the user's parallel files: vocabulary, records, bad input."""
 
 import pytest
+from conftest import tiny_translation
 
 from t2t_lite import run_dir as run_dir_lib
 from t2t_lite import sequences
@@ -113,6 +114,7 @@ def test_bad_files_are_named(tmp_path):
         unconfigured.vocab_size  # noqa: B018
 
 
+@pytest.mark.slow
 def test_a_run_keeps_its_vocabulary_and_exports_text_in_text_out(tmp_path):
     from t2t_lite import experiment
     from t2t_lite.decoding import runner
@@ -169,23 +171,16 @@ def dictionary_corpus(tmp_path, lines: int, seed: int):
 def test_a_tiny_model_learns_a_synthetic_translation_well_above_its_untrained_bleu(
     tmp_path, train_seed
 ):
-    from t2t_lite import experiment
     from t2t_lite.decoding import runner
     from t2t_lite.training import trainer
 
-    for name, lines, seed in (("train", 1000, 1), ("dev", 40, 2)):
-        pairs = dictionary_corpus(tmp_path, lines, seed)
-        (tmp_path / f"{name}.tsv").write_text("".join(f"{s}\t{t}\n" for s, t in pairs))
-    prob = problem.get("translate_from_files")
-    data_dir = str(tmp_path / "data")
-    prob.configure(data_dir, [str(tmp_path / "train.tsv")], [str(tmp_path / "dev.tsv")], 200)
-    prob.generate_data(data_dir)
-    exp = experiment.Experiment.resolve(
-        "transformer", "translate_from_files", "transformer_test",
-        "batch_size=512,hidden_size=64,filter_size=128,num_heads=4,"
-        "learning_rate_constant=1.0,learning_rate_warmup_steps=200",
-    )  # fmt: skip
-    run = str(tmp_path / "run")
+    data_dir, exp, run = tiny_translation(
+        tmp_path,
+        dictionary_corpus(tmp_path, 1000, 1),
+        dictionary_corpus(tmp_path, 40, 2),
+        200,
+        "batch_size=512,learning_rate_warmup_steps=200",
+    )
 
     def train(steps):
         config = trainer.TrainConfig(
@@ -202,7 +197,7 @@ def test_a_tiny_model_learns_a_synthetic_translation_well_above_its_untrained_bl
     assert untrained < 10
     assert trained > untrained + 50
     # t2t-decode's split decoding reports the same kind of BLEU (full dev, beam 2).
-    _, model, _ = run_dir_lib.open_run(run)
+    prob, model, _ = run_dir_lib.open_run(run)
     metrics = runner.decode_split(runner.make_decoder(model, "beam_size=2"), prob, data_dir, "dev")
     assert metrics["bleu"] > untrained + 50
 

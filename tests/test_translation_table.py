@@ -18,6 +18,7 @@ from t2t_lite.training.config import TrainConfig
 SMALL = "hidden_size=16,filter_size=32,num_heads=2,num_hidden_layers=1,batch_size=512"
 
 
+@pytest.mark.slow
 def test_decode_only_rows_reuse_the_base_runs_and_bleu_is_sacrebleus_on_raw_text(tmp_path):
     write_corpus(tmp_path)
     _, data_dir, _ = generate(tmp_path)

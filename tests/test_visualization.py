@@ -169,6 +169,7 @@ def test_the_binary_writes_pictures_with_their_data(copy_run, tmp_path):
     np.testing.assert_allclose(data["weights"].sum(-1), 1.0, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_the_binary_draws_ponder_time_for_the_adaptive_ut(tmp_path, small_data):
     from t2t_lite import experiment
     from t2t_lite.training import trainer
