@@ -6,6 +6,7 @@ import os
 import re
 
 import keras
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
@@ -224,19 +225,33 @@ def restore_newest_readable(
     return None
 
 
-def fingerprint(path: str) -> str:
-    """What the checkpoint at prefix `path` holds, as a digest of its index.
+# The checkpoint entry that holds the object graph (names, not values).
+OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 
-    The index names each tensor with its shape, dtype and CRC32C, so a
-    checkpoint rewritten under the same name with other values (a retrained
+
+def fingerprint(path: str) -> str:
+    """What the checkpoint at prefix `path` holds: a digest of each tensor's
+    name, dtype, shape and values.
+
+    A checkpoint rewritten under the same name with other values (a retrained
     run reuses its names) gets another fingerprint, and the same values the
-    same one. A write time would not do: storage with whole-second times
-    gives a rewrite within the second the old time.
+    same one. Neither a write time (storage with whole-second times gives a
+    rewrite within the second the old time) nor the index's bytes would do:
+    the index holds the object graph, which names each variable with its
+    process's layer counters (`transformer_1/...`), so the same values saved
+    by another model object read as other ones.
     """
     if not tf.io.gfile.exists(path + ".index"):
         raise FileNotFoundError(f"no checkpoint at {path!r}")
-    with tf.io.gfile.GFile(path + ".index", "rb") as index:
-        return hashlib.sha256(index.read()).hexdigest()[:16]
+    saved = tf.train.load_checkpoint(path)
+    digest = hashlib.sha256()
+    for key, shape in sorted(saved.get_variable_to_shape_map().items()):
+        if key == OBJECT_GRAPH_KEY:
+            continue
+        value = np.asarray(saved.get_tensor(key))
+        digest.update(f"{key}|{value.dtype}|{shape}|".encode())
+        digest.update(value.tobytes())
+    return digest.hexdigest()[:16]
 
 
 def reader(path: str):

@@ -23,7 +23,6 @@ TEMPORARY = ".incomplete-"
 SOURCES_SUFFIX = ".sources.json"
 # How long an averaging waits for another one into the same directory to finish.
 LOCK_WAIT_S = 600.0
-OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 STEP_KEY = "step/.ATTRIBUTES/VARIABLE_VALUE"
 
 
