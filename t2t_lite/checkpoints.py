@@ -225,8 +225,12 @@ def restore_newest_readable(
     return None
 
 
-# The checkpoint entry that holds the object graph (names, not values).
+# What a checkpoint holds besides its values: the object graph (names) and
+# tf.train.Checkpoint's count of its own saves (a retrained run's new
+# Checkpoint object counts from 1, a resumed one from where it was).
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+SAVE_COUNTER_KEY = "save_counter/.ATTRIBUTES/VARIABLE_VALUE"
+BOOKKEEPING_KEYS = frozenset({OBJECT_GRAPH_KEY, SAVE_COUNTER_KEY})
 
 
 def fingerprint(path: str) -> str:
@@ -239,14 +243,16 @@ def fingerprint(path: str) -> str:
     rewrite within the second the old time) nor the index's bytes would do:
     the index holds the object graph, which names each variable with its
     process's layer counters (`transformer_1/...`), so the same values saved
-    by another model object read as other ones.
+    by another model object read as other ones; nor the count of saves a
+    `tf.train.Checkpoint` object has made, which differs for the same values
+    written by another object.
     """
     if not tf.io.gfile.exists(path + ".index"):
         raise FileNotFoundError(f"no checkpoint at {path!r}")
     saved = tf.train.load_checkpoint(path)
     digest = hashlib.sha256()
     for key, shape in sorted(saved.get_variable_to_shape_map().items()):
-        if key == OBJECT_GRAPH_KEY:
+        if key in BOOKKEEPING_KEYS:
             continue
         value = np.asarray(saved.get_tensor(key))
         digest.update(f"{key}|{value.dtype}|{shape}|".encode())
