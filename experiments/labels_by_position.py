@@ -43,7 +43,7 @@ def main(argv: list[str]) -> None:
     data = problem.dataset(data_dir, split, batch_size=8192, input_labels=True)
     tallies = {kind: np.zeros((2, len(names)), np.int64) for kind in ("position", "length, at EOS")}
     for features in data:
-        encoder_start, _ = model.position_starts(features, False)
+        encoder_start, _ = model.position_policy.starts(features, False)
         encoded, _ = model.encode(features["inputs"], False, encoder_start)
         logits = model.softmax.logits(encoded)  # [B, S, V]
         labels = features[input_labels.LABELS].numpy()  # [B, S]

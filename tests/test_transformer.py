@@ -124,7 +124,7 @@ def test_offsets_shift_positions_in_training_only(kind):
     expected = fixed(features, training=False).numpy()
     np.testing.assert_allclose(shifted(features, training=False).numpy(), expected, atol=1e-6)
     assert not np.allclose(shifted(features, training=True).numpy(), expected, atol=1e-4)
-    draws = [shifted.position_starts(features, training=True) for _ in range(3)]
+    draws = [shifted.position_policy.starts(features, training=True) for _ in range(3)]
     for encoder, decoder in draws:
         assert encoder.shape == () and decoder.shape == ()  # one offset per stack
         assert 0 <= int(encoder) < 1000 and 0 <= int(decoder) < 1000
@@ -140,14 +140,14 @@ def test_reverse_coupling_puts_target_t_at_the_position_of_the_source_symbol_it_
     t > n at t. Without coupling the start passes through."""
     model = tiny_model(position_coupling="reverse")
     _, bias = model.encode(tf.constant([[5, 6, 7, 1, 0], [5, 1, 0, 0, 0]]))
-    positions = model.decoder_positions(4, bias, start=2).numpy().tolist()
+    positions = model.position_policy.decoder(4, bias, start=2).numpy().tolist()
     assert positions == [[4, 3, 2, 5], [2, 3, 4, 5]]
     # Decoding step 1, two hypotheses per source: the same positions as column 1.
-    beam = model.decoder_positions(1, bias, rows=tf.constant(4), first=1).numpy().tolist()
+    beam = model.position_policy.decoder(1, bias, rows=tf.constant(4), first=1).numpy().tolist()
     assert beam == [[1], [1], [1], [1]]
-    step2 = model.decoder_positions(1, bias, rows=tf.constant(4), first=2).numpy().tolist()
+    step2 = model.position_policy.decoder(1, bias, rows=tf.constant(4), first=2).numpy().tolist()
     assert step2 == [[0], [0], [2], [2]]  # source 1's first symbol; source 2 past its EOS
-    assert tiny_model().decoder_positions(4, bias, start=2) == 2
+    assert tiny_model().position_policy.decoder(4, bias, start=2) == 2
 
 
 def test_coupled_positions_hold_in_evaluation_without_an_offset():
@@ -175,19 +175,19 @@ def test_addition_coupling_restarts_source_positions_after_each_separator():
     number; a second separator restarts again; the decoder's stay consecutive."""
     model = tiny_model(position_coupling="addition", position_separator_id=2)
     inputs = tf.constant([[4, 5, 2, 6, 7, 8, 1], [4, 2, 5, 2, 6, 1, 0]])
-    positions = model.encoder_positions(inputs, 3).numpy().tolist()
+    positions = model.position_policy.encoder(inputs, 3).numpy().tolist()
     assert positions == [[3, 4, 5, 3, 4, 5, 6], [3, 4, 3, 4, 3, 4, 5]]
     encoded, bias = model.encode(inputs)
-    assert model.decoder_positions(4, bias, start=3) == 3
+    assert model.position_policy.decoder(4, bias, start=3) == 3
     # The encoder runs on those positions' signal (evaluation: no offset).
     from t2t_lite.layers import embedding
 
     x = model.embedding.embed(inputs) + embedding.timing_signal_at(
-        model.encoder_positions(inputs), 16
+        model.position_policy.encoder(inputs), 16
     )
     by_hand = model.encoder(x, bias, training=False)
     np.testing.assert_allclose(encoded.numpy(), by_hand.numpy(), atol=1e-5)
-    assert tiny_model().encoder_positions(inputs, 3) == 3
+    assert tiny_model().position_policy.encoder(inputs, 3) == 3
     with pytest.raises(ValueError, match="position_separator_id >= 0"):
         tiny_model(position_coupling="addition")
     with pytest.raises(ValueError, match="only it takes one"):
@@ -210,7 +210,7 @@ def test_position_every_layer_adds_the_signal_before_each_block():
     inputs = tf.constant([[4, 5, 2, 6, 7, 8, 1], [4, 2, 5, 1, 0, 0, 0]])
     targets = tf.constant([[7, 6, 5, 1], [8, 1, 0, 0]])
     encoded, bias = model.encode(inputs)
-    signal = embedding.timing_signal_at(model.encoder_positions(inputs), 16)  # [B, S, C]
+    signal = embedding.timing_signal_at(model.position_policy.encoder(inputs), 16)  # [B, S, C]
     x = model.embedding.embed(inputs) + signal
     first, second = model.encoder.blocks
     by_hand = model.encoder.final_norm(second(first(x, bias) + signal, bias))
@@ -287,23 +287,23 @@ def test_randomized_positions_map_every_coupled_index_through_one_table():
     table = tf.constant([[10, 20, 30, 40, 50, 60, 70], [20, 40, 60, 80, 100, 120, 140]])
     model = tiny_model(position_coupling="addition", position_separator_id=2)
     inputs = tf.constant([[4, 5, 2, 6, 7, 8, 1], [4, 2, 5, 2, 6, 1, 0]])
-    assert model.encoder_positions(inputs, table).numpy().tolist() == [
+    assert model.position_policy.encoder(inputs, table).numpy().tolist() == [
         [10, 20, 30, 10, 20, 30, 40],
         [20, 40, 20, 40, 20, 40, 60],
     ]
     _, bias = model.encode(inputs)
-    assert model.decoder_positions(3, bias, table).numpy().tolist() == [
+    assert model.position_policy.decoder(3, bias, table).numpy().tolist() == [
         [10, 20, 30],
         [20, 40, 60],
     ]
     plain = tiny_model()
-    assert plain.encoder_positions(inputs[:, :4], table).numpy().tolist() == [
+    assert plain.position_policy.encoder(inputs[:, :4], table).numpy().tolist() == [
         [10, 20, 30, 40],
         [20, 40, 60, 80],
     ]
     reverse = tiny_model(position_coupling="reverse")
     _, bias = reverse.encode(tf.constant([[5, 6, 7, 1, 0], [5, 1, 0, 0, 0]]))
-    assert reverse.decoder_positions(4, bias, table).numpy().tolist() == [
+    assert reverse.position_policy.decoder(4, bias, table).numpy().tolist() == [
         [30, 20, 10, 40],
         [20, 40, 60, 80],
     ]
@@ -332,7 +332,7 @@ def test_randomized_positions_apply_in_training_only():
     np.testing.assert_allclose(drawn(features, training=False).numpy(), expected, atol=1e-6)
     np.testing.assert_allclose(tight(features, training=True).numpy(), expected, atol=1e-5)
     assert not np.allclose(drawn(features, training=True).numpy(), expected, atol=1e-4)
-    encoder, decoder = drawn.position_starts(features, training=True)
+    encoder, decoder = drawn.position_policy.starts(features, training=True)
     assert encoder is decoder and encoder.shape == (2, 5)
     with pytest.raises(ValueError, match="position_start_max to at least"):
         tiny_model(position_start_index="randomized")
@@ -355,11 +355,11 @@ def test_spread_positions_place_index_k_of_n_at_k_times_the_range_over_n():
         **spreading, position_eval="spread", position_coupling="addition", position_separator_id=2
     )
     inputs = tf.constant([[4, 5, 2, 6, 7, 8, 1]])
-    assert model.encoder_positions(inputs).numpy().tolist() == [[0, 57, 114, 0, 57, 114, 171]]
-    assert model.encoder_positions(inputs, 0).numpy().tolist() == [[0, 1, 2, 0, 1, 2, 3]]
+    assert model.position_policy.encoder(inputs).numpy().tolist() == [[0, 57, 114, 0, 57, 114, 171]]
+    assert model.position_policy.encoder(inputs, 0).numpy().tolist() == [[0, 1, 2, 0, 1, 2, 3]]
     reverse = tiny_model(**spreading, position_eval="spread", position_coupling="reverse")
     _, bias = reverse.encode(tf.constant([[5, 6, 7, 1, 0]]))
-    assert reverse.decoder_positions(4, bias).numpy().tolist() == [[200, 100, 0, 300]]
+    assert reverse.position_policy.decoder(4, bias).numpy().tolist() == [[200, 100, 0, 300]]
 
 
 def test_spread_positions_change_evaluation_only():

@@ -165,11 +165,11 @@ def test_offset_semantics_shared_and_per_step():
     max_steps offsets per stack, drawn independently; evaluation always starts at 0."""
     shared = ut_model(position_start_index="random", position_start_max=1000)
     per_step = ut_model(position_start_index="random_per_step", position_start_max=1000)
-    assert shared.position_starts(FEATURES, training=False) == (0, 0)
-    assert per_step.position_starts(FEATURES, training=False) == (0, 0)
-    encoder, decoder = shared.position_starts(FEATURES, training=True)
+    assert shared.position_policy.starts(FEATURES, training=False) == (0, 0)
+    assert per_step.position_policy.starts(FEATURES, training=False) == (0, 0)
+    encoder, decoder = shared.position_policy.starts(FEATURES, training=True)
     assert encoder.shape == () and int(encoder) == int(decoder) and 0 <= int(encoder) < 1000
-    encoder, decoder = per_step.position_starts(FEATURES, training=True)
+    encoder, decoder = per_step.position_policy.starts(FEATURES, training=True)
     steps = per_step.hparams.num_rec_steps
     assert encoder.shape == (steps,) and decoder.shape == (steps,)
     assert np.all((encoder.numpy() >= 0) & (encoder.numpy() < 1000))
@@ -177,7 +177,7 @@ def test_offset_semantics_shared_and_per_step():
     # position_start_max=0: the limit is the batch's source length (5 here).
     length_limited = ut_model(position_start_index="random_per_step")
     for _ in range(5):
-        for starts in length_limited.position_starts(FEATURES, training=True):
+        for starts in length_limited.position_policy.starts(FEATURES, training=True):
             assert np.all((starts.numpy() >= 0) & (starts.numpy() < 5))
 
 

@@ -1,12 +1,10 @@
 """The Transformer encoder-decoder (Vaswani et al., 2017)."""
 
-import functools
-
 import keras
 import tensorflow as tf
 
 from t2t_lite import registry, sequences
-from t2t_lite.layers import embedding, facts, masks, transformer_layers, universal
+from t2t_lite.layers import embedding, facts, masks, transformer_layers
 from t2t_lite.models import input_labels, positions, transformer_hparams
 
 
@@ -43,16 +41,6 @@ class Transformer(keras.Model):
             raise ValueError(
                 f"input_encoding must be one of {sequences.INPUT_ENCODINGS}, got {input_encoding!r}"
             )
-        if hparams.position_coupling != "none" and input_encoding != "tokens":
-            raise ValueError(
-                f"position_coupling={hparams.position_coupling!r} ties target positions to "
-                f"source positions and needs a token source, not input_encoding={input_encoding!r}"
-            )
-        if hparams.position_eval == "spread" and input_encoding != "tokens":
-            raise ValueError(
-                "position_eval=spread spreads positions over the source's length and needs "
-                f"a token source, not input_encoding={input_encoding!r}"
-            )
         self.hparams = hparams
         self.vocab_size = vocab_size
         self.input_encoding = input_encoding
@@ -76,8 +64,11 @@ class Transformer(keras.Model):
         self.input_dropout = keras.layers.Dropout(hparams.layer_prepostprocess_dropout)
         self.target_dropout = keras.layers.Dropout(hparams.layer_prepostprocess_dropout)
         self.encoder, self.decoder = self.make_stacks(self.block_config())
+        seed = None
         if hparams.position_start_index != "none" or self.always_has_seed_generator:
-            self.seed_generator = keras.random.SeedGenerator(0, name="position_start_seed")
+            self.seed_generator = seed = keras.random.SeedGenerator(0, name="position_start_seed")
+        # Where each symbol sits (models/positions.py); the model turns positions into signals.
+        self.position_policy = positions.Policy(hparams, input_encoding, self.offset_shape(), seed)
 
     @property
     def source_embedding(self) -> embedding.SharedEmbedding:
@@ -174,108 +165,6 @@ class Transformer(keras.Model):
         """The shape of one stack's offsets under random_per_step: one per stack."""
         return ()
 
-    def position_starts(self, features, training: bool) -> tuple[tf.Tensor | int, tf.Tensor | int]:
-        """The first position's index for the encoder and for the decoder.
-
-        0 at evaluation and with position_start_index "none". In training,
-        "random" draws one offset per batch in [0, position_start_max),
-        shared by encoder and decoder, so a target keeps its relative
-        position to the source; "random_per_step" is tensor2tensor's UT
-        offsets: each stack its own (the UT: one per recurrence step,
-        `offset_shape`), so positions carry nothing across the stacks;
-        "randomized" draws each row's positions (`positions.draw_positions`: a sorted
-        subset of [0, position_start_max) as long as the batch's longer side),
-        one [B, K] table for encoder and decoder, which `place` maps every
-        position index through (coupled ones included).
-        At evaluation 0, or None under position_eval="spread": each stack
-        then spreads them over the source's length (`evaluation_start`).
-        """
-        hp = self.hparams
-        if not training and hp.position_eval == "spread":
-            return None, None
-        if not training or hp.position_start_index == "none":
-            return 0, 0
-        source = features["inputs"] if self.has_encoder else features["targets"]
-        limit = hp.position_start_max or tf.shape(source)[1]
-        if hp.position_start_index == "randomized":
-            count = tf.maximum(tf.shape(source)[1], tf.shape(features["targets"])[1])
-            table = positions.draw_positions(tf.shape(source)[0], count, limit, self.seed_generator)
-            return table, table
-
-        def draw(shape):
-            return keras.random.randint(shape, 0, limit, dtype="int32", seed=self.seed_generator)
-
-        if hp.position_start_index == "random":
-            start = draw(())
-            return start, start
-        return draw(self.offset_shape()), draw(self.offset_shape())
-
-    def decoder_positions(
-        self,
-        length: tf.Tensor | int,
-        encoder_bias: tf.Tensor,
-        start: tf.Tensor | int | None = None,
-        rows: tf.Tensor | None = None,
-        first: tf.Tensor | int = 0,
-    ) -> tf.Tensor | int:
-        """The decoder's positions for targets first..first+length-1 from `start`:
-        start + first itself (consecutive positions) without coupling; with
-        position_coupling="reverse", explicit positions [B, length]: for a
-        source of n symbols, target t < n at start + n - 1 - t (the source
-        symbol it reverses) and the EOS target t = n at start + n (the
-        source's EOS), so every target, EOS included, reads the source at its
-        own position; t > n continue at start + t. n is read off the encoder
-        bias [B', 1, 1, S] (its zero entries are the symbols and EOS). `rows`:
-        the number of decoder rows when they are hypotheses, rows / B'
-        consecutive ones per source (beam search). start None: evaluation's
-        (`evaluation_start`).
-        """
-        # [B]: each row's source positions (EOS included), read off the bias at most once.
-        lengths = functools.cache(lambda: universal.source_lengths(encoder_bias, rows))
-        if start is None:
-            start = self.evaluation_start(lengths)
-        if self.hparams.position_coupling != "reverse":
-            if positions.is_explicit(start):  # randomized or spread positions: [B, length]
-                return positions.place(start, first + tf.range(length)[tf.newaxis])
-            return start + first
-        symbols = lengths() - 1  # [B] without EOS
-        n = symbols[:, tf.newaxis]  # [B, 1]
-        steps = first + tf.range(length)[tf.newaxis]  # [1, length]
-        return positions.place(start, tf.where(steps < n, n - 1 - steps, steps))  # [B, length]
-
-    def evaluation_start(self, lengths) -> positions.Spread | int:
-        """Evaluation's position start: 0 (consecutive positions), or with
-        position_eval="spread" a Spread over lengths() [B], each row's source
-        positions (EOS included)."""
-        if self.hparams.position_eval != "spread":
-            return 0
-        return positions.Spread(lengths(), self.hparams.position_start_max)
-
-    def encoder_positions(self, inputs: tf.Tensor, start: tf.Tensor | int | None = None):
-        """The encoder's positions for inputs [B, S] from `start`: start itself
-        (consecutive positions) unless position_coupling="addition", then
-        explicit positions [B, S] that restart at start after each separator:
-        "3 1 + 4 5 EOS" -> start + [0, 1, 2, 0, 1, 2] (the separator and EOS
-        one past their number's last digit). start None: evaluation's.
-        """
-        if start is None:  # evaluation's; a spread counts each row's tokens [B]
-            start = self.evaluation_start(
-                lambda: tf.cast(tf.reduce_sum(masks.padding_mask(inputs), 1), tf.int32)
-            )
-        length = tf.shape(inputs)[1]
-        if self.hparams.position_coupling != "addition":
-            if positions.is_explicit(start):  # randomized or spread positions: [B, S]
-                return positions.place(start, tf.range(length)[tf.newaxis])
-            return start
-        index = tf.range(length)  # [S]
-        # A separator at j restarts the count at j + 1 (it ends its own number).
-        after = tf.where(tf.equal(inputs, self.hparams.position_separator_id), index + 1, 0)
-        before = index[:, tf.newaxis] < index[tf.newaxis]  # [S, S]: j < i
-        restart = tf.reduce_max(
-            tf.where(before[tf.newaxis], after[:, :, tf.newaxis], 0), axis=1
-        )  # [B, S(j), S(i)] -> [B, S]: the newest restart before each position
-        return positions.place(start, index[tf.newaxis] - restart)  # [B, S]
-
     def encode(
         self,
         inputs: tf.Tensor,
@@ -285,7 +174,7 @@ class Transformer(keras.Model):
         """inputs [B, L] -> (encoded [B, S, C], encoder-decoder bias [B, 1, 1, S])."""
         if not self.has_encoder:
             return self.empty_memory(inputs)
-        position_start = self.encoder_positions(inputs, position_start)
+        position_start = self.position_policy.encoder(inputs, position_start)
         x, nonpadding = self.embed_inputs(inputs)
         signal = tf.cast(self.position_signal(tf.shape(x)[1], position_start), x.dtype)
         x = self.input_dropout(x + signal, training=training)
@@ -309,7 +198,9 @@ class Transformer(keras.Model):
         position_start: tf.Tensor | int | None = None,
     ) -> tf.Tensor:
         """Teacher-forced decoding: targets [B, T] -> float32 logits [B, T, V]."""
-        position_start = self.decoder_positions(tf.shape(targets)[1], encoder_bias, position_start)
+        position_start = self.position_policy.decoder(
+            tf.shape(targets)[1], encoder_bias, position_start
+        )
         x = self.embedding.embed(shift_right(targets))
         signal = tf.cast(self.position_signal(tf.shape(x)[1], position_start), x.dtype)
         x = self.target_dropout(x + signal, training=training)
@@ -347,9 +238,11 @@ class Transformer(keras.Model):
         the step (its blocks, or its recurrence) on its own cache entries.
         """
         encoder_bias = cache[sequences.STATIC_CACHE]["encoder_bias"]
-        position, hp = index, self.hparams
-        if hp.position_coupling == "reverse" or hp.position_eval == "spread":  # [B, 1] per row
-            position = self.decoder_positions(1, encoder_bias, rows=tf.shape(ids)[0], first=index)
+        position = index
+        if self.position_policy.per_row_in_decoding():  # [B, 1] per row
+            position = self.position_policy.decoder(
+                1, encoder_bias, rows=tf.shape(ids)[0], first=index
+            )
         x = self.embed_step(ids, position)
         again = {}  # the UT's decoder (its own decode_step) takes no signal; it refuses the option
         if self.hparams.position_every_layer:
@@ -379,7 +272,7 @@ class Transformer(keras.Model):
         "loss" is added to the training loss and every other entry is a
         scalar metric it logs.
         """
-        encoder_start, decoder_start = self.position_starts(features, training)
+        encoder_start, decoder_start = self.position_policy.starts(features, training)
         encoded, bias = self.encode(features["inputs"], training, encoder_start)
         logits = self.decode(features["targets"], encoded, bias, training, decoder_start)
         return logits, input_labels.terms(self, features, encoded)

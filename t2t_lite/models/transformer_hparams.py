@@ -87,7 +87,7 @@ class TransformerHParams:
     # each example's positions are a sorted random subset of
     # [0, position_start_max), so order is kept and the distances between
     # positions range as far as the longest test input's (coupled positions
-    # map through the same subset). See Transformer.position_starts.
+    # map through the same subset). See positions.Policy.starts.
     position_start_index: str = "none"
     position_start_max: int = 0
     # Evaluation's positions after randomized training: "consecutive" (0, 1, 2,
@@ -97,7 +97,7 @@ class TransformerHParams:
     position_eval: str = "consecutive"
     # "reverse": decoder position t < n is n - 1 - t and EOS's is n (plus the offset),
     # n the source's symbol count, in training and evaluation alike; see
-    # Transformer.decoder_positions.
+    # positions.Policy.decoder.
     position_coupling: str = "none"
     # "addition": the source token id after which positions restart (the
     # algorithmic addition problems' "+", their separator_id).

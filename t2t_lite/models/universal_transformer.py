@@ -122,7 +122,7 @@ class UniversalTransformer(transformer.Transformer):
         """
         if not self.has_encoder:
             return (*self.empty_memory(inputs), None)
-        position_start = self.encoder_positions(inputs, position_start)
+        position_start = self.position_policy.encoder(inputs, position_start)
         x, nonpadding = self.embed_inputs(inputs)  # [B, S, C], [B, S]
         bias = masks.nonpadding_bias(nonpadding)
         x = self.input_dropout(x, training=training)
@@ -158,7 +158,9 @@ class UniversalTransformer(transformer.Transformer):
         Target padding is treated as halted; causal attention keeps real
         positions from seeing it.
         """
-        position_start = self.decoder_positions(tf.shape(targets)[1], encoder_bias, position_start)
+        position_start = self.position_policy.decoder(
+            tf.shape(targets)[1], encoder_bias, position_start
+        )
         decoder_inputs = transformer.shift_right(targets)
         self_bias = masks.causal_bias(tf.shape(targets)[1])
         x = self.target_dropout(self.embedding.embed(decoder_inputs), training=training)
@@ -198,7 +200,7 @@ class UniversalTransformer(transformer.Transformer):
     def forward(self, features, training=False) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         """Logits [B, T, V]; under ACT also the ponder cost ("loss") and ponder
         metrics; with input labels their loss (added to any ponder cost) and accuracy."""
-        encoder_start, decoder_start = self.position_starts(features, training)
+        encoder_start, decoder_start = self.position_policy.starts(features, training)
         jitter = None
         if training and self.length_depth is not None:  # one draw per row, both stacks
             batch_size = tf.shape(features["targets"])[0]
