@@ -139,7 +139,29 @@ def cached_logits(model, max_length=7, decode_step=None):
     return tf.stack(logits, axis=1)
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+# Combinations whose every feature a faster variant above checks on its own
+# run in the slow tier (docs/testing.md): causal encoder (ut_steps_by_position),
+# input every step and no positions (ut_length_depth_no_step_signal,
+# transformer_no_positions), relative positions (ut_relative_no_positions),
+# the state norm (adaptive_ut_state_norm), spread and coupled positions
+# (ut_spread_addition, ut_coupled), each also under ACT (adaptive_ut).
+SLOW_COMBINATIONS = {
+    "ut_length_depth_causal_encoder",
+    "ut_length_depth_input_every_step_no_positions",
+    "adaptive_ut_relative",
+    "ut_length_depth_state_norm",
+    "adaptive_ut_spread",
+    "adaptive_ut_coupled",
+}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=pytest.mark.slow) if name in SLOW_COMBINATIONS else name
+        for name in sorted(MODELS)
+    ],
+)
 def test_cached_logits_equal_teacher_forced_logits(name):
     """Both cache layouts (preallocated to 7 positions, and growing), stepped
     eagerly and as one traced step, give the teacher-forced logits. The model
