@@ -234,17 +234,24 @@ from t2t_lite import cli, run_lock
 from t2t_lite.data import problem
 from t2t_lite.problems import algorithmic, datagen
 
+def working():  # a minute of work that returns to Python between operations
+    # Python runs a signal's handler in the main thread at its next bytecode; the
+    # kernel may hand SIGTERM to another thread (TensorFlow's), which would not
+    # cut a single long sleep of the main thread short.
+    for _ in range(600):
+        time.sleep(0.1)
+
 def final_evaluation():  # a trainer's lock held, as during its last evaluation
     run_lock.RunLock(sys.argv[1]).acquire()
     print("ready", flush=True)
-    time.sleep(60)
+    working()
 
 def generating():  # t2t-datagen half way through a shard
     def slow(self, data_dir, seed=1):
         with open(data_dir + "/p-train-00000-of-00001.incomplete-x", "w") as f:
             f.write("half")
         print("ready", flush=True)
-        time.sleep(60)
+        working()
     problem.get("algorithmic_identity_binary40").__class__.generate_data = slow
     datagen.generate("algorithmic_identity_binary40", sys.argv[1])
 
