@@ -247,9 +247,7 @@ def fingerprint(path: str) -> str:
     `tf.train.Checkpoint` object has made, which differs for the same values
     written by another object.
     """
-    if not tf.io.gfile.exists(path + ".index"):
-        raise FileNotFoundError(f"no checkpoint at {path!r}")
-    saved = tf.train.load_checkpoint(path)
+    saved = reader(path)  # not tf.train.load_checkpoint: ram:// (see reader)
     digest = hashlib.sha256()
     for key, shape in sorted(saved.get_variable_to_shape_map().items()):
         if key in BOOKKEEPING_KEYS:

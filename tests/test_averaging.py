@@ -119,7 +119,7 @@ def kill_after(monkeypatch, calls: int, suffix: str = ""):
 
 
 def mean_step_weight(path: str) -> float:
-    reader = tf.train.load_checkpoint(path)
+    reader = checkpoints.reader(path)
     key = next(k for k in reader.get_variable_to_shape_map() if "embedding" in k)
     return float(reader.get_tensor(key).flat[0])
 
@@ -311,3 +311,18 @@ def test_a_second_averaging_into_the_same_directory_waits_for_the_first(tmp_path
     averaging.average(paths, str(out_dir / "model.ckpt-7"))  # its owner is gone: taken over
     assert mean_step_weight(str(out_dir / "model.ckpt-7")) == 5.5
     assert not (out_dir / run_lock.AVERAGE_LOCK_FILE).exists()  # released
+
+
+def test_an_average_on_ram_names_its_sources_by_fingerprint():
+    """On ram://, where any prefix of a file name reads as a directory, the
+    sources' fingerprints are read from their prefixes and the average is
+    reused on a rerun (tf.train.load_checkpoint took the prefix for a directory)."""
+    import uuid
+
+    run = f"ram://averaging-{uuid.uuid4().hex}/run"
+    paths = save_step_valued(run, [1, 2, 3])
+    assert checkpoints.fingerprint(paths[0]) != checkpoints.fingerprint(paths[1])
+    target = averaging.run(run, num_last=2, explicit=[])
+    assert mean_step_weight(target) == 2.5
+    assert averaging.is_average_of(target, paths[1:])
+    assert not averaging.is_average_of(target, paths[:2])
