@@ -5,8 +5,8 @@
   model.ckpt-<step>.*      checkpoints of model, optimizer and step (checkpoints.py)
   checkpoint               TensorFlow's index of the kept checkpoints
   train_time.json          seconds of training up to each kept checkpoint (time budgets)
-  metrics.json             final evaluation of every split, its step and its source
-                           (data_dir, random_seed) (the trainer)
+  metrics.json             final evaluation of every split, its step, what stopped the
+                           run, and what the figures depend on (`metrics_depend_on`)
   <vocabulary files>       the problem's assets, e.g. vocab.subwords (Problem.save_assets)
   train/, eval_<split>/    TensorBoard summaries
   averaged/                t2t-avg-checkpoints' default output
@@ -28,13 +28,16 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite import checkpoints, experiment, files, run_lock
+from t2t_lite import checkpoints, experiment, files, run_lock, stamp
 from t2t_lite.data import problem as problem_lib
 
 EXPERIMENT_FILE = experiment.EXPERIMENT_FILE
 METRICS_FILE = "metrics.json"
-# metrics.json's key for what its figures came from: {"data_dir", "random_seed"}.
-METRICS_SOURCE = "source"
+# metrics.json's and metrics_best.json's entries besides each split's figures
+# and their depends_on (stamp.DEPENDS_ON).
+METRICS_BOOKKEEPING = ("step", "stopped_by", "selected_by")
+# Where metrics files written before `stamp`'s form kept their depends_on.
+LEGACY_METRICS_SOURCE = "source"
 LOCK_FILE = run_lock.LOCK_FILE
 AVERAGED_DIR = "averaged"
 BEST_DIR = "best"
@@ -43,6 +46,36 @@ TRAIN_TIME_FILE = "train_time.json"
 # Following a run's newest checkpoint, a reader retries this many times when
 # the trainer deletes the one it chose (keep_checkpoint_max) during the read.
 READ_ATTEMPTS = 5
+
+
+def metrics_depend_on(
+    problem, data_dir: str, random_seed: int, train_minutes: float, keep_best: str = ""
+) -> dict:
+    """What a run's final figures depend on besides its experiment (experiment.json
+    holds that): the data dir and its files, the seed and the time budget, and
+    for the best checkpoint's figures the --keep_best it was chosen by."""
+    depends_on = {
+        **stamp.data(problem, data_dir),
+        "random_seed": random_seed,
+        "train_minutes": train_minutes,
+    }
+    return {**depends_on, "keep_best": keep_best} if keep_best else depends_on
+
+
+def read_metrics(path: str) -> tuple[dict, dict] | None:
+    """(depends_on, figures) of a metrics file (None: none there; depends_on {} for
+    one written before it named its source); a damaged one is a ValueError."""
+    return stamp.read(path, _legacy_metrics)
+
+
+def _legacy_metrics(old: dict) -> tuple[dict, dict]:
+    """A metrics file written before `stamp`'s form: its depends_on under "source",
+    with what stopped the run (not a dependency) beside it; none at all in the
+    first ones."""
+    source = dict(old.pop(LEGACY_METRICS_SOURCE, None) or {})
+    if "stopped_by" in source:
+        old["stopped_by"] = source.pop("stopped_by")
+    return source, old
 
 
 def is_run(directory: str) -> bool:

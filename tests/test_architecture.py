@@ -16,7 +16,7 @@ LEVELS = [
     ("models",),
     ("data",),
     ("problems",),
-    ("experiment", "checkpoints", "run_dir"),
+    ("experiment", "checkpoints", "stamp", "run_dir"),
     ("decoding",),
     ("training",),
     ("export", "visualization", "reproduction", "api"),

@@ -92,8 +92,8 @@ def test_the_best_evaluation_keeps_its_checkpoint_and_is_evaluated_at_the_end(sm
     chosen = read_json(out / run_dir.METRICS_BEST_FILE)
     assert last["step"] == 8 and chosen["step"] == 4
     assert chosen["selected_by"] == kept
-    assert chosen["source"] == {**last["source"], "keep_best": "dev/fake"}
-    assert set(chosen) - {"step", "selected_by", "source"} == {"dev", "test"}
+    assert chosen["depends_on"] == {**last["depends_on"], "keep_best": "dev/fake"}
+    assert set(chosen) - {"step", "selected_by", "stopped_by", "depends_on"} == {"dev", "test"}
     assert chosen["dev"]["loss"] != last["dev"]["loss"]  # other weights, other figures
     # After evaluating the best, the trainer holds the newest checkpoint's weights again.
     newest = restored(out, out / "model.ckpt-8")
@@ -229,7 +229,7 @@ def test_t2t_compare_with_keep_best_prints_and_records_the_best_checkpoints_figu
     run = os.path.join(out, "test_identity_small", "ut_length_depth")
     chosen = read_json(os.path.join(run, run_dir.METRICS_BEST_FILE))
     step = chosen["step"]
-    assert step == 3 and chosen["source"]["keep_best"] == "dev/loss"
+    assert step == 3 and chosen["depends_on"]["keep_best"] == "dev/loss"
     # Chosen on the whole split: the figure that chose it is the final one of its weights.
     assert chosen["selected_by"]["value"] == pytest.approx(chosen["dev"]["loss"], rel=1e-5)
     decoded = read_json(os.path.join(run, "greedy_best_test.json"))

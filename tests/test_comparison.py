@@ -78,7 +78,8 @@ def test_unknown_model_lists_the_known_ones():
 
 
 def finished_run(tmp_path, exp, data_dir, seed, step=5, source=True, minutes=0.0, by="train_steps"):
-    """A run directory as the trainer leaves it: experiment.json and metrics.json."""
+    """A run directory as the trainer left it before `stamp`'s form: experiment.json and
+    metrics.json with its "source" (read through the migration, run_dir.read_metrics)."""
     from t2t_lite import files
 
     run = tmp_path / "run"
@@ -376,7 +377,8 @@ def test_greedy_figures_sit_beside_the_teacher_forced_ones(copy_run, tmp_path, m
     row.update(results=results(0.9, 0.5, 1.0), run_dir=str(run))
     comparison.add_greedy([row], data_dir, count)
     kept = json.loads((run / "greedy_test.json").read_text())
-    assert kept["examples"] == count and kept["checkpoint"] == "model.ckpt-800"
+    depends_on = kept.pop("depends_on")
+    assert kept["examples"] == count and depends_on["checkpoint"] == "model.ckpt-800"
     # The same figures from a naive greedy loop (a full forward pass per symbol,
     # no cache, no search code) over the first `count` test examples.
     from t2t_lite import run_dir as run_dir_lib

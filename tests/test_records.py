@@ -130,7 +130,7 @@ def test_a_record_is_the_runs_alone_and_a_reprint_writes_nothing(tmp_path, monke
     first = tf.io.gfile.GFile(path, "rb").read()
     assert json.loads(first)["seed"] == 2  # the record's own seed, not the label
     writes = []
-    monkeypatch.setattr(records.files, "write_bytes_atomically", lambda *a: writes.append(a))
+    monkeypatch.setattr(records.stamp.files, "write_bytes_atomically", lambda *a: writes.append(a))
     for label in (None, 2):  # printed again by a one-seed and by a several-seed table
         store.keep("t3_base", BASE, exp, 2, dataclasses.replace(single, seed=label))
     assert writes == [] and tf.io.gfile.GFile(path, "rb").read() == first

@@ -188,7 +188,7 @@ def test_a_time_budget_stops_with_a_checkpoint_and_counts_resumed_time(
     step = saved_steps(out)[-1]
     assert 1 <= step < 50 and "dev" in results
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["step"] == step and metrics["source"]["stopped_by"] == "time budget"
+    assert metrics["step"] == step and metrics["stopped_by"] == "time budget"
     assert run_dir.trained_seconds(str(out), step) >= 60
     again = make_trainer(small_data, str(out), 50, train_minutes=1.0)
     again.train()

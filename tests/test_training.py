@@ -82,15 +82,15 @@ def test_resume_continues_at_same_step_with_same_state(small_data, tmp_path):
     assert os.path.exists(os.path.join(out, "model.ckpt-3.index"))  # every local_eval_frequency
     with open(os.path.join(out, "metrics.json")) as f:
         metrics = json.load(f)
-    assert metrics["step"] == 6 and set(metrics) == {"step", "source", "dev", "test"}
+    assert set(metrics) == {"step", "stopped_by", "depends_on", "dev", "test"}
+    assert metrics["step"] == 6 and metrics["stopped_by"] == "train_steps"
     stamp = second.problem.data_stamp(small_data)
     assert len(stamp) == 16 and stamp == second.problem.data_stamp(small_data)
-    assert metrics["source"] == {
+    assert metrics["depends_on"] == {
         "data_dir": os.path.abspath(small_data),
         "data_stamp": stamp,
         "random_seed": 1,
         "train_minutes": 0.0,
-        "stopped_by": "train_steps",
     }
     assert metrics["dev"]["examples"] == 40
 

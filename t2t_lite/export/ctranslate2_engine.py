@@ -1,11 +1,12 @@
 """t2t-decode --engine=ctranslate2: a Transformer run decoded by CTranslate2.
 
 On first use the run's checkpoint is converted (ctranslate2_model.write)
-into <run>/ctranslate2/<checkpoint>-<digest of its weights>-<positions>/,
-written under a temporary name with a stamp of its files' sizes written last,
-and renamed when complete; later decodes of the same weights reuse it once
-the stamp checks, a damaged or half-made one is made again, and new weights
-get a directory of their own. A run that cannot be written is converted
+into <run>/ctranslate2/<checkpoint>-<digest of what it depends on>/ (the
+weights' digest and the output positions: `depends_on`), written under a
+temporary name with a stamp (what it depends on, and its files' sizes)
+written last, and renamed when complete; later decodes of the same weights
+reuse it once the stamp checks, a damaged or half-made one is made again,
+and new weights get a directory of their own. A run that cannot be written is converted
 into a temporary directory. The
 engine answers `decode_ids` like the TensorFlow Decoder (per input, its
 hypotheses as ids up to EOS with scores, best first), so t2t-decode's file,
@@ -27,20 +28,19 @@ sees (docs/decoding.md gives the size on real text).
 """
 
 import hashlib
-import json
 import os
 import tempfile
 
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite import experiment, files, progress, sequences
+from t2t_lite import experiment, files, progress, sequences, stamp
 from t2t_lite.decoding import decoder as decoder_lib
 from t2t_lite.export import ctranslate2_model
 
 ENGINE_DIR = "ctranslate2"  # inside the run directory
 TEMPORARY = ".incomplete-"
-STAMP_FILE = "t2t_conversion.json"  # written last: each file's size
+STAMP_FILE = "t2t_conversion.json"  # written last: what it depends on, each file's size
 # CTranslate2's beam search ends a line once beam_size * patience hypotheses have
 # ended; t2t_lite's goes on while an alive beam could still beat an ended one.
 # Collecting twice the beam and re-ranking them all with t2t_lite's penalty
@@ -207,6 +207,13 @@ def weights_digest(model) -> str:
     return digest.hexdigest()[:16]
 
 
+def depends_on(model, hp) -> dict:
+    """What a conversion depends on: the weights it was made from (read from the
+    model in memory, `weights_digest`) and the output positions it holds."""
+    positions = hp.max_output_positions + 1  # the longest output and EOS, after the start token
+    return {"weights": weights_digest(model), "output_positions": positions}
+
+
 def converted(run_directory: str, checkpoint: str, model, tokens: list[str], hp) -> str:
     """The run's CTranslate2 model of `checkpoint`'s weights (made now if no valid
     conversion is there: a damaged or half-made one is made again).
@@ -214,11 +221,11 @@ def converted(run_directory: str, checkpoint: str, model, tokens: list[str], hp)
     In the run's ctranslate2/ directory; where the run cannot be written (a
     read-only or archived run), in a temporary directory removed at exit.
     """
-    positions = hp.max_output_positions + 1  # the longest output and EOS, after the start token
-    name = f"{os.path.basename(checkpoint)}-{weights_digest(model)}-{positions}"
+    wanted = depends_on(model, hp)
+    name = f"{os.path.basename(checkpoint)}-{stamp.digest(wanted)}"
     parent = os.path.join(run_directory, ENGINE_DIR)
     final = os.path.join(parent, name)
-    if _complete(final):
+    if _complete(final, wanted):
         return final
     try:
         files.check_writable_dir(parent, "the run's ctranslate2/ directory")
@@ -232,12 +239,12 @@ def converted(run_directory: str, checkpoint: str, model, tokens: list[str], hp)
         files.remove_tree(final)
     temporary = os.path.join(parent, f"{TEMPORARY}{files.owner_tag()}{name}")
     try:
-        ctranslate2_model.write(model, tokens, positions, temporary)
-        _stamp(temporary)
+        ctranslate2_model.write(model, tokens, wanted["output_positions"], temporary)
+        _stamp(temporary, wanted)
         try:
             files.rename_dir(temporary, final, last=(STAMP_FILE,))
         except tf.errors.OpError:
-            if not _complete(final):  # not another engine's finished conversion
+            if not _complete(final, wanted):  # not another engine's finished conversion
                 raise
     finally:
         if tf.io.gfile.exists(temporary):
@@ -246,28 +253,27 @@ def converted(run_directory: str, checkpoint: str, model, tokens: list[str], hp)
     return final
 
 
-def _stamp(directory: str) -> None:
-    """Writes STAMP_FILE: each file's size, so a cut or missing file is seen before use."""
+def _stamp(directory: str, wanted: dict) -> None:
+    """Writes STAMP_FILE: what the conversion depends on, and each file's size, so
+    a cut or missing file is seen before use."""
     sizes = {
         name: tf.io.gfile.stat(os.path.join(directory, name)).length
         for name in tf.io.gfile.listdir(directory)
     }
-    files.write_atomically(os.path.join(directory, STAMP_FILE), json.dumps(sizes, sort_keys=True))
+    stamp.keep(os.path.join(directory, STAMP_FILE), wanted, {"sizes": sizes})
 
 
-def _complete(directory: str) -> bool:
-    """Whether `directory` holds a whole conversion: its stamp, and every file it names at its size."""
-    stamp = os.path.join(directory, STAMP_FILE)
-    if not tf.io.gfile.exists(stamp):
-        return False
+def _complete(directory: str, wanted: dict) -> bool:
+    """Whether `directory` holds a whole conversion of what `wanted` names: its
+    stamp, and every file it names at its size."""
     try:
-        sizes = json.loads(files.read_text(stamp))
-        return (
-            all(
-                tf.io.gfile.stat(os.path.join(directory, name)).length == size
-                for name, size in sizes.items()
-            )
-            and "model.bin" in sizes
+        kept = stamp.kept_body(os.path.join(directory, STAMP_FILE), wanted)
+        if kept is None:
+            return False
+        sizes = kept["sizes"]
+        return "model.bin" in sizes and all(
+            tf.io.gfile.stat(os.path.join(directory, name)).length == size
+            for name, size in sizes.items()
         )
-    except (ValueError, AttributeError, tf.errors.NotFoundError):
+    except (ValueError, AttributeError, KeyError, TypeError, tf.errors.NotFoundError):
         return False

@@ -17,12 +17,9 @@ they came from) and read back while those are unchanged.
 """
 
 import dataclasses
-import json
 import os
 
-import tensorflow as tf
-
-from t2t_lite import files, run_dir
+from t2t_lite import files, run_dir, stamp
 from t2t_lite import hparams as hparams_lib
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import trees
@@ -135,18 +132,11 @@ def run_score(run: str, data_dir: str, split: str, search: str) -> dict:
     """EVALB figures of a run's decode of the split's sentences (kept; module docstring)."""
     prob, model, checkpoint = run_dir.open_run(run)
     hp = decoder_lib.decode_hparams(search)
-    depends_on = {
-        "checkpoint": os.path.basename(checkpoint),
-        "data_stamp": prob.data_stamp(data_dir),
-        "data_dir": files.absolute(data_dir),
-        "split": split,
-        "decode_hparams": hparams_lib.to_dict(hp),
-    }
+    wanted = depends_on(checkpoint, prob, data_dir, split, hp)
     kept_path = os.path.join(run, KEPT_FILE.format(split=split))
-    if tf.io.gfile.exists(kept_path):
-        kept = json.loads(files.read_text(kept_path))
-        if kept.get("depends_on") == depends_on:
-            return kept["figures"]
+    kept = stamp.kept_body(kept_path, wanted)
+    if kept is not None:
+        return kept["figures"]
     words_path, gold_path = prob.gold_paths(data_dir, split)
     decoded = os.path.join(run, DECODED_FILE.format(split=split))
     errors = runner.decode_file(decoder_lib.Decoder(model, hp), prob, words_path, decoded)
@@ -154,10 +144,19 @@ def run_score(run: str, data_dir: str, split: str, search: str) -> dict:
         raise ValueError(f"{run}: decoding {words_path} failed: {errors[0]}")
     test = with_gold_tags(files.read_lines(decoded), gold_path)
     figures = evalb.score_lines(files.read_lines(gold_path), test)
-    files.write_atomically(
-        kept_path, json.dumps({"depends_on": depends_on, "figures": figures}, indent=2)
-    )
+    stamp.keep(kept_path, wanted, {"figures": figures})
     return figures
+
+
+def depends_on(checkpoint: str, problem, data_dir: str, split: str, hp) -> dict:
+    """What a run's EVALB figures depend on: the checkpoint (name and content),
+    the data dir and its files, the split and the search."""
+    return {
+        **stamp.checkpoint(checkpoint),
+        **stamp.data(problem, data_dir),
+        "split": split,
+        "decode_hparams": hparams_lib.to_dict(hp),
+    }
 
 
 def compare(

@@ -22,15 +22,13 @@ curves, and curves.png draw them, once its directory is gone.
 """
 
 import dataclasses
-import json
 import os
 
-import tensorflow as tf
 from absl import logging
 
-from t2t_lite import files
 from t2t_lite import hparams as hparams_lib
 from t2t_lite import run_dir as run_dir_lib
+from t2t_lite import stamp
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.reproduction.translation import ROWS, Figures, Row, trained_steps
 from t2t_lite.visualization import curves
@@ -39,22 +37,9 @@ RECORD_FILE = "seed{seed}.json"
 
 
 def _depends_on(exp, seed: int, train_steps: int, train_minutes: float, **more) -> dict:
-    """What every record's figures depend on (the run's experiment, seed and budget)
-    and `more`, as it reads back from JSON (tuples become lists)."""
-    data = {"experiment": exp.to_dict(), "seed": seed, "train_steps": train_steps,
+    """What every record's figures depend on: the run's experiment, seed and budget, and `more`."""
+    return {"experiment": exp.to_dict(), "seed": seed, "train_steps": train_steps,
             "train_minutes": train_minutes, **more}  # fmt: skip
-    return json.loads(json.dumps(data))
-
-
-def _write(path: str, depends_on: dict, body: dict) -> None:
-    """Writes the record unless the file already holds exactly it (a table printed
-    again leaves its records' files, and their write times, alone)."""
-    data = (files.strict_json({"depends_on": depends_on, **body}) + "\n").encode("utf-8")
-    if tf.io.gfile.exists(path):
-        with tf.io.gfile.GFile(path, "rb") as f:
-            if f.read() == data:
-                return
-    files.write_bytes_atomically(path, data)
 
 
 def _read(path: str, wanted: dict, parse, hparams_class: type):
@@ -62,17 +47,22 @@ def _read(path: str, wanted: dict, parse, hparams_class: type):
     `wanted` (its hparams completed with keys added since it was written); None
     where there is none or it differs (logged: in what). A damaged record is a
     ValueError naming it."""
-    if not tf.io.gfile.exists(path):
-        return None
     try:
-        record = json.loads(files.read_text(path))
-        kept = record.pop("depends_on")
+        found = stamp.read(path)
+    except ValueError as err:
+        raise ValueError(
+            str(err).replace("not a kept result", "not a t2t-compare record")
+        ) from None
+    if found is None:
+        return None
+    kept, record = found
+    try:
         kept_hparams = kept["experiment"]["hparams"]
         kept["experiment"]["hparams"] = hparams_lib.complete(hparams_class, kept_hparams)
         figures = parse(record)
     except (AttributeError, KeyError, TypeError, ValueError) as err:
         raise ValueError(f"{path}: not a t2t-compare record ({err})") from None
-    differs = [name for name in sorted(wanted) if kept.get(name) != wanted[name]]
+    differs = stamp.differs(kept, wanted)
     if differs:
         logging.info("%s: not used; its %s differ from this table's.", path, ", ".join(differs))
         return None
@@ -110,7 +100,7 @@ class Records:
         names its own seed, whichever way the printing table labels the figure (a
         single run's without one), so its content is the run's alone."""
         body = dataclasses.asdict(dataclasses.replace(figures, seed=seed))
-        _write(self.path(key, seed), self.depends_on(row, exp, seed), body)
+        stamp.keep(self.path(key, seed), self.depends_on(row, exp, seed), body)
 
     def recall(self, key: str, row: Row, exp, seed: int) -> Figures | None:
         """The recorded figure of `key` for `seed`, or None where there is none or it
@@ -228,7 +218,7 @@ class RunRecords:
         """Writes the run's final metrics, and its trail (`run_trail`) beside them."""
         path = self.path(problem, key, seed)
         body = {"results": results, **(trail or {})}
-        _write(path, self.depends_on(problem, exp, seed), body)
+        stamp.keep(path, self.depends_on(problem, exp, seed), body)
 
     def recall(self, problem: str, key: str, exp, seed: int) -> dict | None:
         """The record of that run, {"results": final metrics, and its trail where

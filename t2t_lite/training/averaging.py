@@ -6,7 +6,6 @@ averaged; the newest checkpoint's object graph is written with the averages,
 so the result restores exactly like the checkpoints it came from.
 """
 
-import json
 import os
 
 import numpy as np
@@ -15,11 +14,11 @@ from absl import logging
 from google.protobuf import message
 from tensorflow.core.protobuf import tensor_bundle_pb2
 
-from t2t_lite import checkpoints, files, run_dir, run_lock
+from t2t_lite import checkpoints, files, run_dir, run_lock, stamp
 
 # Written as <output_path>.incomplete-<owner tag>, renamed when complete.
 TEMPORARY = ".incomplete-"
-# Beside an average: the checkpoints it was made of (`provenance`).
+# Beside an average: the checkpoints it was made of (`depends_on`, in `stamp`'s form).
 SOURCES_SUFFIX = ".sources.json"
 # How long an averaging waits for another one into the same directory to finish.
 LOCK_WAIT_S = 600.0
@@ -125,7 +124,7 @@ def average(paths: list[str], output_path: str) -> None:
         if tf.io.gfile.exists(record):  # a kill before the new record leaves none, not the old
             tf.io.gfile.remove(record)
         write_replacing(output_path, names, tensors)
-        files.write_atomically(record, files.strict_json({"sources": provenance(paths)}))
+        stamp.keep(record, depends_on(paths), {})
         # The directory's "checkpoint" file names it, so the directory works as
         # a --checkpoint_path too.
         name = os.path.basename(output_path)
@@ -137,19 +136,28 @@ def average(paths: list[str], output_path: str) -> None:
         lock.release()
 
 
-def provenance(paths: list[str]) -> list[list]:
+def depends_on(paths: list[str]) -> dict:
     """What an average is made of: each source checkpoint's name and fingerprint
-    (a retrained run reuses names, not values)."""
-    return [[os.path.basename(path), checkpoints.fingerprint(path)] for path in paths]
+    (a retrained run reuses names, not values), oldest first."""
+    return {"sources": [[os.path.basename(path), checkpoints.fingerprint(path)] for path in paths]}
+
+
+def _legacy_sources(old: dict) -> tuple[dict, dict] | None:
+    """An average's record written before `stamp`: {"sources": [[name, fingerprint], ...]}."""
+    return ({"sources": old["sources"]}, {}) if set(old) == {"sources"} else None
 
 
 def is_average_of(output_path: str, paths: list[str]) -> bool:
     """Whether the checkpoint at output_path is the average of exactly `paths`, as
-    `average` recorded beside it (no record: unknown, so False)."""
-    record = output_path + SOURCES_SUFFIX
-    if not tf.io.gfile.exists(output_path + ".index") or not tf.io.gfile.exists(record):
+    `average` recorded beside it (no record, or a damaged one: unknown, so False)."""
+    if not tf.io.gfile.exists(output_path + ".index"):
         return False
-    return json.loads(files.read_text(record)).get("sources") == provenance(paths)
+    record = output_path + SOURCES_SUFFIX
+    try:
+        return stamp.kept_body(record, depends_on(paths), _legacy_sources, output_path) is not None
+    except ValueError as err:
+        logging.warning("%s; averaging again.", err)
+        return False
 
 
 def live_shard_count(output_path: str) -> int | None:

@@ -10,7 +10,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite import checkpoints, cli, files, progress, run_dir
+from t2t_lite import checkpoints, cli, progress, run_dir, stamp
 from t2t_lite import experiment as experiment_lib
 from t2t_lite.data import batching, tfrecord
 from t2t_lite.data import problem as problem_lib
@@ -366,23 +366,20 @@ class Trainer:
         }
         if self.best is not None and self.config.eval_steps < 0:  # the last step's candidacy
             self.best.consider(step, results[self.best.spec.split])
-        # What the figures came from, so a reader can refuse stale ones.
-        source = {
-            "data_dir": files.absolute(self.data_dir),
-            "data_stamp": self.problem.data_stamp(self.data_dir),
-            "random_seed": self.config.random_seed,
-            "train_minutes": self.config.train_minutes,
-            "stopped_by": stopped_by,
-        }
-        if self.chief:
+        if self.chief:  # with what the figures depend on, so a reader can refuse stale ones
             path = os.path.join(self.output_dir, METRICS_FILE)
-            record = {"step": step, run_dir.METRICS_SOURCE: source, **results}
-            files.write_atomically(path, files.strict_json(record))
+            body = {"step": step, "stopped_by": stopped_by, **results}
+            stamp.keep(path, self._metrics_depend_on(), body)
         if self.best is not None and self.best.path:
-            self._evaluate_best(source, step, results)
+            self._evaluate_best(stopped_by, step, results)
         return results
 
-    def _evaluate_best(self, source: dict, step: int, last: dict) -> None:
+    def _metrics_depend_on(self, keep_best: str = "") -> dict:
+        config = self.config
+        return run_dir.metrics_depend_on(self.problem, self.data_dir, config.random_seed,
+                                         config.train_minutes, keep_best)  # fmt: skip
+
+    def _evaluate_best(self, stopped_by: str, step: int, last: dict) -> None:
         """Evaluates best/'s checkpoint on every non-train split in full into
         metrics_best.json (no summaries: the curves are the run's), then puts the
         newest checkpoint's weights back; the last step's figures (`last`, of
@@ -396,10 +393,9 @@ class Trainer:
             logging.info("eval %s of the best, step %d: %s", split, self.best.step, _line(metrics))
         if self.chief:
             path = os.path.join(self.output_dir, run_dir.METRICS_BEST_FILE)
-            record = {"step": self.best.step, "selected_by": self.best.kept,
-                      run_dir.METRICS_SOURCE: {**source, "keep_best": str(self.best.spec)},
-                      **results}  # fmt: skip
-            files.write_atomically(path, files.strict_json(record))
+            body = {"step": self.best.step, "selected_by": self.best.kept,
+                    "stopped_by": stopped_by, **results}  # fmt: skip
+            stamp.keep(path, self._metrics_depend_on(str(self.best.spec)), body)
 
 
 def _line(metrics: dict[str, float]) -> str:
