@@ -178,6 +178,22 @@ def latest(directory: str) -> str:
     return path
 
 
+# The training step a checkpoint holds (make_checkpoint's `step`).
+STEP_KEY = "step/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def step_of(path: str) -> int:
+    """The training step of the checkpoint at prefix `path`: the step in a
+    trainer's name for it (model.ckpt-<step>, as `by_step` orders them), else
+    the step variable it holds (an average, a --checkpoints path named
+    otherwise), else 0."""
+    match = re.fullmatch(re.escape(CHECKPOINT_NAME) + r"-(\d+)", os.path.basename(path))
+    if match:
+        return int(match.group(1))
+    saved = reader(path)
+    return int(saved.get_tensor(STEP_KEY)) if saved.has_tensor(STEP_KEY) else 0
+
+
 def all_finite(variables) -> bool:
     """Whether every value of every variable is finite (what a good checkpoint holds)."""
     checks = [

@@ -48,7 +48,7 @@ def test_the_average_of_step_valued_checkpoints_is_the_mean_step(tmp_path):
     reader = tf.train.load_checkpoint(output)
     newest = tf.train.load_checkpoint(f"{run}/model.ckpt-6")
     assert reader.get_variable_to_dtype_map() == newest.get_variable_to_dtype_map()
-    assert reader.get_tensor(averaging.STEP_KEY) == 6  # non-float: from the newest
+    assert reader.get_tensor(checkpoints.STEP_KEY) == 6  # non-float: from the newest
     extra = reader.get_tensor("extra/.ATTRIBUTES/VARIABLE_VALUE")
     np.testing.assert_array_equal(np.asarray(extra, np.float32), [4.5] * 3)  # bf16 kept
 
@@ -66,7 +66,7 @@ def test_an_explicit_list_is_averaged_in_any_order(tmp_path):
     paths = save_step_valued(run, [1, 2, 6])
     output = averaging.run("", 5, [paths[2], paths[0], paths[1]], str(tmp_path / "avg" / "x"))
     reader = tf.train.load_checkpoint(output)
-    assert reader.get_tensor(averaging.STEP_KEY) == 6
+    assert reader.get_tensor(checkpoints.STEP_KEY) == 6
     key = next(k for k in reader.get_variable_to_shape_map() if "embedding" in k)
     np.testing.assert_array_equal(reader.get_tensor(key), np.full_like(reader.get_tensor(key), 3))
 
@@ -148,7 +148,7 @@ def test_overwriting_an_average_keeps_the_old_one_until_the_new_index_lands(
     names = sorted(p.name for p in (tmp_path / "run" / "averaged").iterdir())
     shards = {n.rsplit("-of-", 1)[1] for n in names if ".data-" in n}
     assert len(shards) == 1  # one checkpoint's data files, no other count left
-    assert not [n for n in names if averaging.TEMPORARY in n]
+    assert not [n for n in names if files.INCOMPLETE in n]
 
 
 def test_a_checkpoint_of_another_model_is_one_error_and_no_warnings(tmp_path):

@@ -193,8 +193,8 @@ class Figures:
 
 
 def trained_steps(run_dir: str) -> int:
-    """The step of the run's newest checkpoint (model.ckpt-<step>): how far it trained."""
-    return int(checkpoints.latest(run_dir).rsplit("-", 1)[1])
+    """The step of the run's newest checkpoint: how far it trained."""
+    return checkpoints.step_of(checkpoints.latest(run_dir))
 
 
 def table_rows(keys: list[str], trained: dict[str, dict], data_dir: str, split: str) -> list:
