@@ -8,7 +8,6 @@ import tensorflow as tf
 
 from t2t_lite import files, run_lock
 from t2t_lite.data import problem as problem_lib
-from t2t_lite.data import tfrecord
 
 # The generation seed of t2t-datagen's default and of a trainer that generates
 # missing data: a trainer's own --random_seed never changes the data.
@@ -23,7 +22,7 @@ def data_dir_lock(data_dir: str) -> Iterator[None]:
     lock = run_lock.RunLock(data_dir, run_lock.DATAGEN_LOCK_FILE, "written", "--data_dir")
     lock.acquire()
     try:
-        files.remove_leftovers(data_dir, tfrecord.INCOMPLETE, anywhere=True)
+        files.remove_incomplete(data_dir)
         yield
     finally:
         lock.release()

@@ -31,7 +31,7 @@ def write_bytes_atomically(path: str, data: bytes) -> None:
         # Killed writers' temporary files (their processes are gone), of any path
         # there: one listing per directory and process, not one per write (on
         # gs:// a listing is a network call).
-        remove_leftovers(directory, TEMPORARY, anywhere=True)
+        remove_incomplete(directory)
         _swept.add(directory)
     temporary = temporary_name(path)
     with removed_on_failure([temporary]):
@@ -42,14 +42,37 @@ def write_bytes_atomically(path: str, data: bytes) -> None:
         tf.io.gfile.rename(temporary, path, overwrite=True)
 
 
-TEMPORARY = ".tmp-"
+# What is being written lives under a name with INCOMPLETE and its writer's
+# owner_tag, and is renamed when complete: a file (`temporary_name`), a data
+# shard, an average's files, an export's or a conversion's directory
+# (`incomplete_name`). A killed writer's are removed by `remove_incomplete`.
+INCOMPLETE = ".incomplete-"
+# The single-file writes' name before INCOMPLETE; still swept.
+_LEGACY_TEMPORARY = ".tmp-"
 _temporaries = itertools.count()
 _swept: set[str] = set()  # directories whose leftovers this process removed
 
 
 def temporary_name(path: str) -> str:
-    """<path>.tmp-<owner_tag><n>: a name no other writer (process, host or thread) uses."""
-    return f"{path}{TEMPORARY}{owner_tag()}{next(_temporaries)}"
+    """<path>.incomplete-<owner_tag><n>: a name no other writer (process, host or
+    thread) uses, for one write of `path`."""
+    return f"{path}{INCOMPLETE}{owner_tag()}{next(_temporaries)}"
+
+
+def incomplete_name(path: str, hidden: bool = False) -> str:
+    """This writer's name for `path` while it is written: <path>.incomplete-<owner_tag>,
+    or with `hidden`, <directory>/.incomplete-<owner_tag><name> (a directory of
+    versions that a server lists, where a partial name must not look like one)."""
+    if not hidden:
+        return f"{path}{INCOMPLETE}{owner_tag()}"
+    directory, name = os.path.split(path)
+    return os.path.join(directory, f"{INCOMPLETE}{owner_tag()}{name}")
+
+
+def remove_incomplete(directory: str) -> list[str]:
+    """Removes what killed writers left incomplete in `directory` (`INCOMPLETE`
+    names of processes that are gone) -> removed."""
+    return remove_leftovers(directory, (INCOMPLETE, _LEGACY_TEMPORARY), anywhere=True)
 
 
 def _fsync(path: str) -> None:
@@ -153,6 +176,13 @@ def process_start_time(pid: int) -> float | None:
         return None
 
 
+def _left_by_the_dead(name: str, prefix: str, path: str, max_age_s: float, anywhere: bool) -> bool:
+    """Whether `name` is `prefix`<owner_tag>... (anywhere in it, with `anywhere`) of
+    an abandoned writer."""
+    start = name.find(prefix) if anywhere else (0 if name.startswith(prefix) else -1)
+    return start >= 0 and _abandoned(name[start + len(prefix) :], path, max_age_s)
+
+
 def _abandoned(tag: str, path: str, max_age_s: float) -> bool:
     """Whether an `owner_tag` names a process that is gone (or, elsewhere, a stale file)."""
     pid, host = (tag.split("@") + ["", ""])[:2]
@@ -168,25 +198,26 @@ def _abandoned(tag: str, path: str, max_age_s: float) -> bool:
 
 
 def remove_leftovers(
-    directory: str, prefix: str, max_age_s: float = 24 * 3600, anywhere: bool = False
+    directory: str,
+    prefix: str | tuple[str, ...],
+    max_age_s: float = 24 * 3600,
+    anywhere: bool = False,
 ) -> list[str]:
     """Removes `prefix`<owner_tag>... files and directories left by killed runs -> removed.
 
     Only names made with `owner_tag` are considered: one from this host whose
     process is gone, or from another host and older than max_age_s. With
     `anywhere`, `prefix` may follow any start (`<any name>prefix<owner_tag>...`).
+    Several prefixes: one listing of the directory for all.
     """
     removed = []
     if not tf.io.gfile.isdir(directory):
         return removed
+    prefixes = (prefix,) if isinstance(prefix, str) else prefix
     for name in tf.io.gfile.listdir(directory):
         name = name.rstrip("/")
-        start = name.find(prefix) if anywhere else (0 if name.startswith(prefix) else -1)
-        if start < 0:
-            continue
-        tag = name[start + len(prefix) :]
         path = os.path.join(directory, name)
-        if _abandoned(tag, path, max_age_s):
+        if any(_left_by_the_dead(name, one, path, max_age_s, anywhere) for one in prefixes):
             if tf.io.gfile.isdir(path):
                 tf.io.gfile.rmtree(path)
             else:

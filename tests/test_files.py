@@ -28,11 +28,11 @@ def test_two_writers_of_one_path_never_touch_each_others_temporary_file(tmp_path
 
 def test_a_killed_writers_temporary_file_is_removed_by_the_next_write(tmp_path):
     gone = 2**22 + 1  # a pid no process has
-    leftover = tmp_path / f"x.json{files.TEMPORARY}{gone}@{files.HOST}@0"
+    leftover = tmp_path / f"x.json{files.INCOMPLETE}{gone}@{files.HOST}@0"
     leftover.write_text("half")
-    other = tmp_path / f"y.json{files.TEMPORARY}{gone}@{files.HOST}@0"  # another file's
+    other = tmp_path / f"y.json{files.INCOMPLETE}{gone}@{files.HOST}@0"  # another file's
     other.write_text("half")
-    live = tmp_path / f"z.json{files.TEMPORARY}{os.getpid()}@{files.HOST}@0"  # a live writer's
+    live = tmp_path / f"z.json{files.INCOMPLETE}{os.getpid()}@{files.HOST}@0"  # a live writer's
     live.write_text("half")
     files.write_atomically(str(tmp_path / "x.json"), "{}")
     # The first write into a directory removes dead writers' leftovers of any file there.

@@ -21,8 +21,6 @@ class CorruptRecordError(ValueError):
 # The pipeline's message for a token id outside the vocabulary (`parse`).
 OUTSIDE = "token id outside the vocabulary"
 EMPTY = "a record without token ids"
-# A shard is written as <shard>.incomplete-<owner tag>, renamed when complete.
-INCOMPLETE = ".incomplete-"
 
 
 def shard_paths(prefix: str, num_shards: int) -> list[str]:
@@ -47,14 +45,14 @@ def write_shards(
     """Writes examples round-robin into `paths`; returns the example count.
 
     Each shard is written under a temporary name of this writer's own
-    (INCOMPLETE + files.owner_tag()) and renamed when complete, so
+    (`files.incomplete_name`) and renamed when complete, so
     an interrupted run never leaves a partial file under a final name (on
     object stores such as GCS the rename is a copy of the complete object).
     With `shuffle_seed`, each shard's records are then put in a seeded random
     order, one shard in memory at a time (tensor2tensor shuffles its shards so).
     """
     # This writer's own temporary names: two writers never share a file.
-    tmp_paths = [f"{path}{INCOMPLETE}{files.owner_tag()}" for path in paths]
+    tmp_paths = [files.incomplete_name(path) for path in paths]
     tokens = {key: 0 for key in FEATURES}
     with files.removed_on_failure(tmp_paths):
         writers = [tf.io.TFRecordWriter(path) for path in tmp_paths]

@@ -39,7 +39,6 @@ from t2t_lite.decoding import decoder as decoder_lib
 from t2t_lite.export import ctranslate2_model
 
 ENGINE_DIR = "ctranslate2"  # inside the run directory
-TEMPORARY = ".incomplete-"
 STAMP_FILE = "t2t_conversion.json"  # written last: what it depends on, each file's size
 # CTranslate2's beam search ends a line once beam_size * patience hypotheses have
 # ended; t2t_lite's goes on while an alive beam could still beat an ended one.
@@ -233,11 +232,11 @@ def converted(run_directory: str, checkpoint: str, model, tokens: list[str], hp)
         logging.warning("%s; converting into a temporary directory instead.", err)
         parent = _TEMPORARY_PARENT.name
         final = os.path.join(parent, name)
-    files.remove_leftovers(parent, TEMPORARY)
+    files.remove_incomplete(parent)
     if tf.io.gfile.exists(final):  # half-made or damaged (not _complete): made again
         logging.warning("The conversion %s is incomplete or damaged; converting again.", final)
         files.remove_tree(final)
-    temporary = os.path.join(parent, f"{TEMPORARY}{files.owner_tag()}{name}")
+    temporary = files.incomplete_name(final, hidden=True)
     try:
         ctranslate2_model.write(model, tokens, wanted["output_positions"], temporary)
         _stamp(temporary, wanted)

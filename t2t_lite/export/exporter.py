@@ -26,8 +26,8 @@ SAVED_MODEL, CTRANSLATE2 = "saved_model", "ctranslate2"
 FORMATS = (SAVED_MODEL, CTRANSLATE2)
 # Beside a CTranslate2 model's files.
 CTRANSLATE2_METADATA_FILE = "t2t_lite_export.json"
-# An export is written as <export_dir>/.incomplete-<owner tag><version>, then renamed.
-TEMPORARY = ".incomplete-"
+# An export is written as <export_dir>/.incomplete-<owner tag><version>
+# (files.incomplete_name, hidden from a server's listing), then renamed.
 
 
 def decode_hparams(overrides: str) -> decoder_lib.DecodeHParams:
@@ -117,8 +117,8 @@ def _export(
         ctranslate2_model.check_mappable(experiment.model, experiment.input_encoding)
     problem, model, path = run_dir.open_run(output_dir, checkpoint_path)
     tokenizer = problem.graph_tokenizer(data_dir)
-    files.remove_leftovers(export_dir, TEMPORARY)
-    temporary = os.path.join(export_dir, f"{TEMPORARY}{files.owner_tag()}{version}")
+    files.remove_incomplete(export_dir)
+    temporary = files.incomplete_name(final, hidden=True)
     metadata = {
         "format": export_format,
         "model": experiment.model,

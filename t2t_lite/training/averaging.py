@@ -16,13 +16,10 @@ from tensorflow.core.protobuf import tensor_bundle_pb2
 
 from t2t_lite import checkpoints, files, run_dir, run_lock, stamp
 
-# Written as <output_path>.incomplete-<owner tag>, renamed when complete.
-TEMPORARY = ".incomplete-"
 # Beside an average: the checkpoints it was made of (`depends_on`, in `stamp`'s form).
 SOURCES_SUFFIX = ".sources.json"
 # How long an averaging waits for another one into the same directory to finish.
 LOCK_WAIT_S = 600.0
-STEP_KEY = "step/.ATTRIBUTES/VARIABLE_VALUE"
 
 
 def select(model_dir: str, num_last: int, explicit: list[str]) -> list[str]:
@@ -35,7 +32,7 @@ def select(model_dir: str, num_last: int, explicit: list[str]) -> list[str]:
             seen.add(files.absolute(path))
             if not tf.io.gfile.exists(path + ".index"):
                 raise FileNotFoundError(f"--checkpoints: no checkpoint at {path!r}")
-        return sorted(explicit, key=_step)
+        return sorted(explicit, key=checkpoints.step_of)
     if num_last < 1:
         raise ValueError(f"--num_last_checkpoints must be >= 1, got {num_last}")
     available = run_dir.kept_checkpoints(model_dir)
@@ -50,13 +47,10 @@ def select(model_dir: str, num_last: int, explicit: list[str]) -> list[str]:
 def default_output(model_dir: str, paths: list[str]) -> str:
     """Where the average of `paths` goes by default: <model_dir>/averaged/model.ckpt-<newest step>."""
     return os.path.join(
-        model_dir, run_dir.AVERAGED_DIR, f"{checkpoints.CHECKPOINT_NAME}-{_step(paths[-1])}"
+        model_dir,
+        run_dir.AVERAGED_DIR,
+        f"{checkpoints.CHECKPOINT_NAME}-{checkpoints.step_of(paths[-1])}",
     )
-
-
-def _step(path: str) -> int:
-    reader = checkpoints.reader(path)
-    return int(reader.get_tensor(STEP_KEY)) if reader.has_tensor(STEP_KEY) else 0
 
 
 def _signature(reader) -> dict[str, tuple[list[int], tf.DType]]:
@@ -119,7 +113,7 @@ def average(paths: list[str], output_path: str) -> None:
     lock = run_lock.RunLock(directory, run_lock.AVERAGE_LOCK_FILE, "averaged into", "--output_path")
     lock.acquire_waiting(LOCK_WAIT_S)
     try:
-        files.remove_leftovers(directory, TEMPORARY, anywhere=True)  # of any step's average
+        files.remove_incomplete(directory)  # of any step's average
         record = output_path + SOURCES_SUFFIX
         if tf.io.gfile.exists(record):  # a kill before the new record leaves none, not the old
             tf.io.gfile.remove(record)
@@ -222,7 +216,7 @@ def write_replacing(output_path: str, names: list[str], tensors: list[tf.Tensor]
             f"cannot replace {output_path} in place: it holds a single variable; "
             "choose another --output_path"
         )
-    temporary = f"{output_path}{TEMPORARY}{files.owner_tag()}"
+    temporary = files.incomplete_name(output_path)
     try:
         _write_shards(temporary, output_path, names, tensors, count)
     except Exception:  # a full disk: this run's temporary files go
