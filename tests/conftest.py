@@ -107,6 +107,12 @@ def small_data(tmp_path):
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# transformer_test's overrides for tests of the training loop's behaviour
+# (cadence, signals, locks, checkpoints, keep-best, resume), which no
+# assertion ties to depth: one layer traces its train and evaluation steps in
+# about 60% of two layers' time (the largest cost of such a test). Tests of
+# the stacks themselves (cached decoding, export, parameter counts) keep two.
+LOOP_HPARAMS = "batch_size=64,max_length=8,learning_rate_warmup_steps=10,num_hidden_layers=1"
 COPY_HPARAMS = (
     "batch_size=256,max_length=16,hidden_size=32,filter_size=64,learning_rate_warmup_steps=100"
 )

@@ -7,11 +7,12 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import LOOP_HPARAMS
 
 from t2t_lite import checkpoints, cli, experiment, run_dir
 from t2t_lite.training import best, trainer
 
-HPARAMS = "batch_size=64,max_length=8,learning_rate_warmup_steps=10"
+HPARAMS = LOOP_HPARAMS
 
 
 def make_trainer(data_dir, output_dir, steps, fake=None, **config):

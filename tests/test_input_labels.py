@@ -6,12 +6,13 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import LOOP_HPARAMS
 from test_training import make_trainer, summary_tags
 
 from t2t_lite import checkpoints, experiment, registry
 from t2t_lite.data import problem, tfrecord
 
-HPARAMS = "batch_size=64,max_length=8,learning_rate_warmup_steps=10"
+HPARAMS = LOOP_HPARAMS
 
 
 def labels_of(name, ids):

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import ROOT, run_binary, write_small_data
+from conftest import LOOP_HPARAMS, ROOT, run_binary, write_small_data
 
 from t2t_lite import checkpoints, experiment, files, run_lock
 from t2t_lite import run_dir as run_dir_lib
@@ -20,7 +20,7 @@ from t2t_lite.data import problem, text_files, tfrecord
 from t2t_lite.decoding import runner
 from t2t_lite.training import averaging, trainer
 
-HPARAMS = "batch_size=64,max_length=8,learning_rate_warmup_steps=10"
+HPARAMS = LOOP_HPARAMS
 
 
 def make_trainer(data_dir, run_dir, steps=4, overrides=HPARAMS):

@@ -9,13 +9,13 @@ import time
 
 import pytest
 import tensorflow as tf
-from conftest import ROOT
+from conftest import LOOP_HPARAMS, ROOT
 
 from t2t_lite import checkpoints, cli, experiment, run_dir
 from t2t_lite.training import stopping, trainer
 from t2t_lite.visualization import curves
 
-HPARAMS = "batch_size=64,max_length=8,learning_rate_warmup_steps=10"
+HPARAMS = LOOP_HPARAMS
 
 
 def make_trainer(data_dir, output_dir, steps, **config):

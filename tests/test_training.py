@@ -5,12 +5,12 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import run_binary
+from conftest import LOOP_HPARAMS, run_binary
 
 from t2t_lite import checkpoints, experiment
 from t2t_lite.training import trainer
 
-HPARAMS = "batch_size=64,max_length=8,learning_rate_warmup_steps=10"
+HPARAMS = LOOP_HPARAMS
 
 
 def make_trainer(
