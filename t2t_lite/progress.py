@@ -20,6 +20,20 @@ def duration(seconds: float) -> str:
     return f"{minutes // 60}h{minutes % 60:02d}m"
 
 
+def rate(
+    start: tuple[int, float] | None, done: int, now: float, total: int | None = None
+) -> tuple[float, float | None] | None:
+    """(items a second since `start` (done, time), seconds left until `total`: None
+    without one or once reached); None before there is a rate. Counted from a
+    first update, not from the loop's start, so start-up (tracing a graph,
+    reading a vocabulary) does not spoil the estimate."""
+    if start is None or done <= start[0]:
+        return None
+    per_second = (done - start[0]) / max(now - start[1], 1e-9)
+    left = (total - done) / per_second if total and total > done else None
+    return per_second, left
+
+
 class Progress:
     """Logs "<label>: done/total unit (pct%), rate unit/s, eta=..." at most every
     `every_s` seconds (without a total: the count and the rate only).
@@ -44,18 +58,18 @@ class Progress:
 
     def line(self, done: int, now: float) -> str | None:
         """The progress line for `done` items at time `now` (None before a rate exists)."""
-        if self.start is None or done <= self.start[0]:
+        measured = rate(self.start, done, now, self.total)
+        if measured is None:
             return None
-        elapsed = max(now - self.start[1], 1e-9)
-        rate = (done - self.start[0]) / elapsed
+        per_second, left = measured
         text = f"{self.label}: {done:,}"
         if self.total:
             text += f"/{self.total:,} {self.unit} ({100 * done / self.total:.0f}%)"
         else:
             text += f" {self.unit}"
-        text += f", {rate:,.1f} {self.unit}/s"
-        if self.total and self.total > done:
-            text += f", eta={duration((self.total - done) / rate)}"
+        text += f", {per_second:,.1f} {self.unit}/s"
+        if left is not None:
+            text += f", eta={duration(left)}"
         return text
 
     def update(self, done: int) -> None:

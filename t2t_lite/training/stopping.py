@@ -17,9 +17,11 @@ restore; this serves every strategy the trainer supports with its own
 checkpoints.
 """
 
+import contextlib
 import signal
 import threading
 import time
+from collections.abc import Iterator
 
 import numpy as np
 import tensorflow as tf
@@ -33,10 +35,10 @@ AGREE_EVERY = 10  # steps between the workers' agreements under multi-worker tra
 
 
 class StopConditions:
-    """A context that catches SIGTERM/SIGINT and keeps the run's clocks.
+    """A context that catches SIGTERM/SIGINT and keeps the run's training time.
 
     train_minutes: the budget (0: none); trained_seconds: training time of
-    earlier runs of this run directory; save_secs: the checkpoint clock (0: off).
+    earlier runs of this run directory.
     """
 
     def __init__(
@@ -44,14 +46,12 @@ class StopConditions:
         strategy: tf.distribute.Strategy,
         train_minutes: float = 0.0,
         trained_seconds: float = 0.0,
-        save_secs: float = 0.0,
     ):
         self.strategy = strategy
         self.budget_s = train_minutes * 60.0
         self.trained_seconds = trained_seconds
-        self.save_secs = save_secs
         self.signal_name: str | None = None
-        self.start = self.last_save = time.monotonic()
+        self.start = time.monotonic()
         self._previous: dict = {}
         self._saving = False
 
@@ -88,21 +88,21 @@ class StopConditions:
         """Seconds of the time budget left (None: no budget)."""
         return self.budget_s - self.seconds() if self.budget_s else None
 
-    def decide(self, step: int | None = None) -> tuple[str | None, bool]:
+    def decide(self, step: int | None = None, clock: bool = False) -> tuple[str | None, bool]:
         """(why to stop now: "SIGTERM", "SIGINT", "time budget" or None; whether the
-        checkpoint clock is due), agreed by every worker.
+        checkpoint clock is due on any worker), agreed by every worker.
 
         step: the training step just run; under multi-worker training only every
         AGREE_EVERY-th step agrees (the others answer (None, False)). Without a
-        step (after an evaluation, before the first step) it always decides."""
+        step (after an evaluation, before the first step) it always decides.
+        clock: whether this process's save clock is due (periodic.Schedule)."""
         if step is not None and step % AGREE_EVERY and distribution.is_multi_worker(self.strategy):
             return None, False
-        now = time.monotonic()
         local = np.array(
             [
                 self.signal_name is not None,
                 bool(self.budget_s) and self.seconds() >= self.budget_s,
-                bool(self.save_secs) and now - self.last_save >= self.save_secs,
+                clock,
             ],
             np.int32,
         )
@@ -111,19 +111,14 @@ class StopConditions:
             return self.signal_name or "a signal on another worker", clock
         return (BUDGET if over_budget else None), clock
 
-    def saving(self):
-        """A context around a save: marks it for the handler, restarts the checkpoint clock."""
-        stop = self
-
-        class _Saving:
-            def __enter__(self):
-                stop._saving = True
-
-            def __exit__(self, *exc):
-                stop._saving = False
-                stop.last_save = time.monotonic()
-
-        return _Saving()
+    @contextlib.contextmanager
+    def saving(self) -> Iterator[None]:
+        """A context around a save: a second signal now waits for it (the handler)."""
+        self._saving = True
+        try:
+            yield
+        finally:
+            self._saving = False
 
 
 def _agree(strategy: tf.distribute.Strategy, flags: np.ndarray) -> np.ndarray:

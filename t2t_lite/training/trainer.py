@@ -14,7 +14,16 @@ from t2t_lite import checkpoints, cli, progress, run_dir, stamp
 from t2t_lite import experiment as experiment_lib
 from t2t_lite.data import batching, tfrecord
 from t2t_lite.data import problem as problem_lib
-from t2t_lite.training import best, distribution, evaluation, run_setup, steps, stopping, summary
+from t2t_lite.training import (
+    best,
+    distribution,
+    evaluation,
+    periodic,
+    run_setup,
+    steps,
+    stopping,
+    summary,
+)
 from t2t_lite.training.config import TrainConfig
 
 METRICS_FILE = run_dir.METRICS_FILE
@@ -80,8 +89,9 @@ class Trainer:
             config.accumulation_steps,
             self.hp.clip_grad_norm,
         )
-        # Signals and clocks; train() makes the run's own (budget, cadence).
+        # Signals and the actions' cadence; train() makes the run's own (budget, clocks).
         self.stop = stopping.StopConditions(self.strategy)
+        self.schedule = periodic.Schedule.from_config(config)
         self._writers: dict[str, tf.summary.SummaryWriter] = {}  # "train", "eval_<split>"
         self._bleu = evaluation.BleuEvaluation(self.model, self.problem, config.eval_bleu_examples)
         self._ponder = evaluation.PonderImages(self.model)
@@ -139,56 +149,32 @@ class Trainer:
                 self._train_step, train_data.element_spec, config.accumulation_steps
             )
         iterator = iter(train_data)
-        pending = []  # step outputs not yet read back to the host
+        logging.info("%s", self._startup_summary(start_step))
+        trained = run_dir.trained_seconds(self.output_dir, start_step)
+        self.stop = stopping.StopConditions(self.strategy, config.train_minutes, trained)
+        self.schedule = periodic.Schedule.from_config(config)
         window = _Window(start_step, config.train_steps)
+        pending = []  # step outputs not yet read back to the host
         # A Python step count: reading the step variable would sync every step.
         micro_batches = range(config.accumulation_steps)
-        # Checkpoints by steps; else by the clock when --save_checkpoints_secs is
-        # set; else at each evaluation. The last step is always saved.
-        save_every = config.save_checkpoints_steps or (
-            0 if config.save_checkpoints_secs else config.local_eval_frequency
-        )
-        logging.info(
-            "%s",
-            summary.startup_summary(
-                self.experiment, self.problem, self.data_dir, self.model, self.strategy,
-                config, start_step,
-            ),
-        )  # fmt: skip
-        trained = run_dir.trained_seconds(self.output_dir, start_step)
-        self.stop = stopping.StopConditions(
-            self.strategy, config.train_minutes, trained, config.save_checkpoints_secs
-        )
         with self.stop, self._training_loop():
             reason, _ = self.stop.decide()  # a budget already spent trains no step
             to_train = range(start_step + 1, config.train_steps + 1) if not reason else ()
             for step in to_train:
                 batches = tuple(tfrecord.next_element(iterator, paths) for _ in micro_batches)
                 pending.append(self._train_step(batches))
-                if curriculum is not None and (limit := curriculum.advance(step)):
-                    logging.info(
-                        "Length curriculum: examples up to %d positions from step %d.", limit, step
-                    )
-                reason, clock = self.stop.decide(step)
+                _advance(curriculum, step)
+                reason, clock = self.stop.decide(step, self.schedule.clock_due())
                 last = step == config.train_steps or bool(reason)
-                evaluate = step % config.local_eval_frequency == 0 and not last
-                save = bool(save_every and step % save_every == 0) or clock or last
-                first = step == start_step + 1  # a progress line within seconds of the start
-                if first or step % config.log_step_count_steps == 0 or save or evaluate:
+                moment = periodic.Moment(step, first=step == start_step + 1, last=last, clock=clock)
+                due = self.schedule.due(moment)
+                if periodic.LOG in due:
                     self._log_progress(window, pending, step, writer)
                     pending = []
-                if save:
+                if periodic.SAVE in due:
                     self._save(step)
-                if evaluate:
-                    for split in self._eval_splits():
-                        metrics = self._evaluate_split(split, step, config.eval_steps)
-                        if metrics is None:  # a signal cut the evaluation short
-                            break
-                        if self.best is not None and split == self.best.spec.split:
-                            self.best.consider(step, metrics)
-                    reason, _ = self.stop.decide()  # a signal during the evaluation
-                    if reason and not save:
-                        self._save(step)
+                if periodic.EVALUATE in due:
+                    reason = self._evaluate_in_loop(step, saved=periodic.SAVE in due)
                 if reason:
                     break
         if reason and reason != stopping.BUDGET:
@@ -203,11 +189,38 @@ class Trainer:
             logging.info("eval %s at step %d (--keep_best): %s", split, step, _line(metrics))
             self.best.consider(step, metrics)
         if reason:
+            seconds = self.stop.seconds()
             logging.info(
-                "Time budget of %g minutes reached at step %d (%.0f s of training in all).",
-                config.train_minutes, step, self.stop.seconds(),
-            )  # fmt: skip
+                f"Time budget of {config.train_minutes:g} minutes reached at step {step} "
+                f"({seconds:.0f} s of training in all)."
+            )
         return self.final_evaluation("time budget" if reason else "train_steps")
+
+    def _startup_summary(self, start_step: int) -> str:
+        return summary.startup_summary(
+            self.experiment,
+            self.problem,
+            self.data_dir,
+            self.model,
+            self.strategy,
+            self.config,
+            start_step,
+        )
+
+    def _evaluate_in_loop(self, step: int, saved: bool) -> str | None:
+        """The periodic evaluation of every split of _eval_splits at `step` (keep-best
+        considers each) -> why to stop now (a signal during it: the step is saved
+        if it was not), or None."""
+        for split in self._eval_splits():
+            metrics = self._evaluate_split(split, step, self.config.eval_steps)
+            if metrics is None:  # a signal cut the evaluation short
+                break
+            if self.best is not None and split == self.best.spec.split:
+                self.best.consider(step, metrics)
+        reason, _ = self.stop.decide()  # a signal during the evaluation
+        if reason and not saved:
+            self._save(step)
+        return reason
 
     def _check_best_metric(self) -> None:
         """--keep_best's metric, checked against an evaluation of one batch of its
@@ -255,6 +268,7 @@ class Trainer:
             self._good_checkpoint = checkpoints.save(self.manager, step)
             if self.chief:
                 run_dir.record_trained_seconds(self.output_dir, step, self.stop.seconds())
+        self.schedule.saved()
         if not self.chief:  # a worker's copy only served the collective save
             tf.io.gfile.rmtree(self.save_dir)
 
@@ -298,12 +312,12 @@ class Trainer:
         extra = {
             key: sum(float(out[3][key]) for out in pending) / len(pending) for key in pending[0][3]
         }
+        model_metrics = "".join(f" {key}={value:.4g}" for key, value in sorted(extra.items()))
         logging.info(
-            "step %d: loss=%.4f lr=%.3g grad_norm=%.3g steps/s=%.2f tokens/s=%.0f%s%s",
-            step, loss, lr, grad_norm, steps_per_sec, tokens_per_sec,
-            "".join(f" {key}={value:.4g}" for key, value in sorted(extra.items())),
-            window.eta(self.stop.budget_left()),
-        )  # fmt: skip
+            f"step {step}: loss={loss:.4f} lr={lr:.3g} grad_norm={grad_norm:.3g} "
+            f"steps/s={steps_per_sec:.2f} tokens/s={tokens_per_sec:.0f}"
+            f"{model_metrics}{window.eta(self.stop.budget_left())}"
+        )
         with writer.as_default(step=step):
             tf.summary.scalar("loss", loss)
             tf.summary.scalar("learning_rate", lr)
@@ -376,8 +390,9 @@ class Trainer:
 
     def _metrics_depend_on(self, keep_best: str = "") -> dict:
         config = self.config
-        return run_dir.metrics_depend_on(self.problem, self.data_dir, config.random_seed,
-                                         config.train_minutes, keep_best)  # fmt: skip
+        return run_dir.metrics_depend_on(
+            self.problem, self.data_dir, config.random_seed, config.train_minutes, keep_best
+        )
 
     def _evaluate_best(self, stopped_by: str, step: int, last: dict) -> None:
         """Evaluates best/'s checkpoint on every non-train split in full into
@@ -393,9 +408,19 @@ class Trainer:
             logging.info("eval %s of the best, step %d: %s", split, self.best.step, _line(metrics))
         if self.chief:
             path = os.path.join(self.output_dir, run_dir.METRICS_BEST_FILE)
-            body = {"step": self.best.step, "selected_by": self.best.kept,
-                    "stopped_by": stopped_by, **results}  # fmt: skip
+            body = {
+                "step": self.best.step,
+                "selected_by": self.best.kept,
+                "stopped_by": stopped_by,
+                **results,
+            }
             stamp.keep(path, self._metrics_depend_on(str(self.best.spec)), body)
+
+
+def _advance(curriculum: batching.LengthCurriculum | None, step: int) -> None:
+    """Moves the length curriculum (if any) to `step`, logging a longer limit."""
+    if curriculum is not None and (limit := curriculum.advance(step)):
+        logging.info("Length curriculum: examples up to %d positions from step %d.", limit, step)
 
 
 def _line(metrics: dict[str, float]) -> str:
@@ -422,10 +447,10 @@ class _Window:
     def eta(self, budget_left_s: float | None = None) -> str:
         """The time to the end as " eta=1h02m", from the rate since the first step
         (or the time budget's end, if sooner); "" before there is a rate."""
-        if self.first is None or self.step <= self.first[0]:
+        measured = progress.rate(self.first, self.step, self.time, self.last_step)
+        if measured is None:
             return ""
-        rate = (self.step - self.first[0]) / max(self.time - self.first[1], 1e-9)
-        seconds = (self.last_step - self.step) / rate
+        seconds = measured[1] or 0.0
         if budget_left_s is not None:
             seconds = min(seconds, max(budget_left_s, 0.0))
         return f" eta={progress.duration(seconds)}"
