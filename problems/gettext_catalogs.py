@@ -170,8 +170,17 @@ def _mo(data: bytes, path: str) -> tuple[list[tuple[str, str, str]], dict[str, s
     return messages, header
 
 
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "a": "\a", "b": "\b",
-            "f": "\f", "v": "\v"}  # fmt: skip
+_ESCAPES = {
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    '"': '"',
+    "\\": "\\",
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "v": "\v",
+}
 
 
 def _unquote(text: str, path: str, number: int) -> str:

@@ -43,8 +43,11 @@ class FilesProblem(text_problem.Text2TextProblem):
             if len(chosen) == 2 and self.has_source:
                 logging.info(
                     "%s %s: source (the model reads) %s; target (it writes) %s.",
-                    self.name, split, chosen[0], chosen[1],
-                )  # fmt: skip
+                    self.name,
+                    split,
+                    chosen[0],
+                    chosen[1],
+                )
         files.write_atomically(self.config_path(data_dir), json.dumps(config, indent=2))
 
     def _config(self, data_dir: str) -> dict:

@@ -178,10 +178,12 @@ class TranslateGettext(text_problem.Text2TextProblem):
         self._pairs = pairs
         logging.info(
             "%s %s-%s: kept %s; dropped %s.",
-            self.name, config["source"], config["target"],
+            self.name,
+            config["source"],
+            config["target"],
             ", ".join(f"{split} {len(pairs[split]):,}" for split in ("train", "dev", "test")),
             ", ".join(f"{n:,} {why}" for why, n in sorted(dropped.items())) or "none",
-        )  # fmt: skip
+        )
         empty = [split for split in ("dev", "test") if not pairs[split]]
         if empty:  # a trainer would refuse the data dir: say so now, before writing
             raise ValueError(

@@ -142,8 +142,9 @@ def learn(lines: list[str], target_size: int, progress_every_s: float = 30.0) ->
         if thread.is_alive():
             logging.info(
                 "vocabulary: learning from %d lines, %.0f s so far.",
-                len(lines), time.perf_counter() - start,
-            )  # fmt: skip
+                len(lines),
+                time.perf_counter() - start,
+            )
     if errors:
         raise errors[0]
     vocab = model.get_vocab(with_added_tokens=True)
@@ -165,14 +166,18 @@ def _warn_when_characters_fill(tokens: list[str], characters: int, target_size: 
     if len(tokens) > target_size:
         logging.warning(
             "vocabulary: %d tokens, above the target of %d: %s; no text maps to UNK.",
-            len(tokens), target_size, why,
-        )  # fmt: skip
+            len(tokens),
+            target_size,
+            why,
+        )
     if not merges:
         logging.warning(
             "vocabulary: no subword merges within %d tokens: %s; a vocabulary size above "
             "%d leaves room for merges.",
-            target_size, why, 2 * characters + len(RESERVED),
-        )  # fmt: skip
+            target_size,
+            why,
+            2 * characters + len(RESERVED),
+        )
 
 
 def _chunks(lines: list[str], size: int) -> Iterator[list[str]]:

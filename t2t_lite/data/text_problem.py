@@ -122,8 +122,11 @@ class Text2TextProblem(problem.Problem):
         self.bind(data_dir)
         logging.info(
             "%s: vocabulary of %d tokens from %d of %d training pairs.",
-            self.name, len(tokens), min(total, self._sample_pairs()), total,
-        )  # fmt: skip
+            self.name,
+            len(tokens),
+            min(total, self._sample_pairs()),
+            total,
+        )
         learned = time.perf_counter()
         counts = {}
         for split in sorted(self.splits):
@@ -248,8 +251,11 @@ class Text2TextProblem(problem.Problem):
         if too_long:
             logging.info(
                 "%s %s: dropped %d pair(s) longer than %d subwords.",
-                self.name, split, too_long, self.max_sequence_length,
-            )  # fmt: skip
+                self.name,
+                split,
+                too_long,
+                self.max_sequence_length,
+            )
 
 
 def _batches(items: Iterable, size: int) -> Iterator[list]:

@@ -148,7 +148,10 @@ def _inexpressible(hp) -> list[tuple[bool, str]]:
     both = f"max_relative_position={hp.max_relative_position} with position_embedding={hp.position_embedding!r}"
     return [
         (hp.position_coupling != "none", f"the run's decoder positions are coupled ({coupled})"),
-        (hp.position_every_layer, "the run adds positions before every layer (position_every_layer=True)"),
+        (
+            hp.position_every_layer,
+            "the run adds positions before every layer (position_every_layer=True)",
+        ),
         (hp.causal_encoder, "the run's encoder is causal (causal_encoder=True)"),
         (
             hp.attention_key_channels not in (0, hp.hidden_size),
@@ -159,7 +162,7 @@ def _inexpressible(hp) -> list[tuple[bool, str]]:
             hp.max_relative_position != 0 and hp.position_embedding != "none",
             f"the run adds absolute positions to its relative ones ({both})",
         ),
-    ]  # fmt: skip
+    ]
 
 
 def _position_table(model, max_positions: int) -> np.ndarray:

@@ -88,9 +88,15 @@ def export(
     hp = decode_hparams(overrides)
     with files.made_dir_removed_on_failure(export_dir):
         return _export(
-            output_dir, export_dir, checkpoint_path, hp, version, data_dir, export_format,
+            output_dir,
+            export_dir,
+            checkpoint_path,
+            hp,
+            version,
+            data_dir,
+            export_format,
             xla_max_rows,
-        )  # fmt: skip
+        )
 
 
 def _export(

@@ -159,9 +159,13 @@ class DecoderBlock(keras.layers.Layer):
         max_length positions, or growing when it is None) and the transition's history."""
         attention_layer = self.self_attention
         kv = attention.empty_kv_cache(
-            batch_size, attention_layer.num_heads, attention_layer.depth, max_length, dtype,
+            batch_size,
+            attention_layer.num_heads,
+            attention_layer.depth,
+            max_length,
+            dtype,
             attention_layer.key_depth,
-        )  # fmt: skip
+        )
         return {"self_attention": kv, "ffn": self.ffn.initial_step_state(batch_size, dtype)}
 
     def decode_step(

@@ -135,14 +135,30 @@ def main(argv):
                     "--keep_best: for the algorithmic and Learning to Execute tables, not translation rows"
                 )
             table = translation_compare.compare(
-                FLAGS.output_dir, FLAGS.models, FLAGS.problems, FLAGS.data_dir, config,
-                FLAGS.seeds, FLAGS.hparams, FLAGS.bleu_split, FLAGS.missing, FLAGS.records,
-            )  # fmt: skip
+                FLAGS.output_dir,
+                FLAGS.models,
+                FLAGS.problems,
+                FLAGS.data_dir,
+                config,
+                FLAGS.seeds,
+                FLAGS.hparams,
+                FLAGS.bleu_split,
+                FLAGS.missing,
+                FLAGS.records,
+            )
         else:
             table = comparison.compare(
-                FLAGS.output_dir, FLAGS.models, FLAGS.problems, FLAGS.data_dir, config,
-                FLAGS.seeds, FLAGS.hparams, FLAGS.greedy_examples, FLAGS.missing, FLAGS.records,
-            )  # fmt: skip
+                FLAGS.output_dir,
+                FLAGS.models,
+                FLAGS.problems,
+                FLAGS.data_dir,
+                config,
+                FLAGS.seeds,
+                FLAGS.hparams,
+                FLAGS.greedy_examples,
+                FLAGS.missing,
+                FLAGS.records,
+            )
         print(table)
 
     cli.run("t2t-compare", compare)

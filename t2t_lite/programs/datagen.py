@@ -9,11 +9,12 @@ flags.DEFINE_string("problem", None, "Registered problem name.")
 flags.DEFINE_string("data_dir", None, "Directory for the TFRecord files.")
 flags.DEFINE_integer("random_seed", 1, "Generation seed: the same seed gives identical files.")
 flags.DEFINE_list(
-    "train_files", [],
+    "train_files",
+    [],
     "Problems on your files: train.tsv (source<TAB>target), or SOURCE,TARGET files in that "
     "order: the model reads the first and writes the second (English -> German: "
     "train.en,train.de).",
-)  # fmt: skip
+)
 flags.DEFINE_list(
     "dev_files", [], "Problems on your files: dev.tsv, or SOURCE,TARGET as --train_files."
 )
@@ -22,15 +23,17 @@ flags.DEFINE_list(
 )
 flags.DEFINE_integer("vocab_size", 0, "Problems on your files: vocabulary size.")
 flags.DEFINE_string(
-    "language_pair", "",
+    "language_pair",
+    "",
     "translate_gettext: SOURCE-TARGET language codes, e.g. en-de (--train_files then names "
     "directories of .mo/.po catalogs).",
-)  # fmt: skip
+)
 flags.DEFINE_integer(
-    "vocab_sample_lines", 0,
+    "vocab_sample_lines",
+    0,
     "Text problems: learn the vocabulary from a seeded uniform sample of this many training "
     "lines (0: the problem's default, 200000; 1000000 for the WMT problems).",
-)  # fmt: skip
+)
 flags.mark_flags_as_required(["problem", "data_dir"])
 
 

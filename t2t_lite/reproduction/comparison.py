@@ -135,8 +135,14 @@ def finished_only(rows: list[dict], names: dict[Entry, str] | None = None) -> tu
         done = [i for i, results in enumerate(row["results"]) if results is not None]
         missing += [f"{name} seed {seed}" for i, seed in enumerate(row["seeds"]) if i not in done]
         if done:
-            kept.append({**row, **{key: [row[key][i] for i in done]
-                                   for key in ("results", "run_dirs", "seeds")}})  # fmt: skip
+            kept.append(
+                {
+                    **row,
+                    **{
+                        key: [row[key][i] for i in done] for key in ("results", "run_dirs", "seeds")
+                    },
+                }
+            )
     return kept, missing
 
 
@@ -204,8 +210,9 @@ def compare(
         store = records.RunRecords.open(records_dir, problems, data_dir, config, greedy_examples)
         seeds_run = seed_list or [config.random_seed]
         kept = records.recorded_runs(store, problems, entries, seeds_run, names, experiment_of)
-    rows = run(problems, entries, data_dir, output_dir, config, seed_list, hparams, train=train,
-               kept=kept)  # fmt: skip
+    rows = run(
+        problems, entries, data_dir, output_dir, config, seed_list, hparams, train=train, kept=kept
+    )
     if store:
         if not all(store.data.values()):  # opened again: a first run generated the data
             store = records.RunRecords.open(
@@ -243,8 +250,14 @@ def add_greedy(
             if "greedy_accuracy" in results[split]:  # read from a record that has it
                 continue
             chosen = os.path.join(run_dir, BEST_DIR) if best else ""
-            decoded = greedy.evaluate(run_dir, data_dir, split, max_examples, checkpoint_path=chosen,
-                                      name="greedy_best" if best else "greedy")  # fmt: skip
+            decoded = greedy.evaluate(
+                run_dir,
+                data_dir,
+                split,
+                max_examples,
+                checkpoint_path=chosen,
+                name="greedy_best" if best else "greedy",
+            )
             results[split]["greedy_accuracy"] = decoded["char_accuracy"]
             results[split]["greedy_sequence_accuracy"] = decoded["sequence_accuracy"]
 
@@ -336,8 +349,9 @@ def write_plots(rows: list[dict], output_dir: str, long_split: str = "test") -> 
         entry, task = row["entry"], task_of(row["problem"])
         paper = paper_figures(row["problem"], entry.paper_row)[0]
         value = seed_stats.median(seed_stats.values(row, lambda r: r[long_split]["accuracy"]))
-        bars.append({"task": task or row["problem"], "model": entry.label, "value": value,
-                     "paper": paper})  # fmt: skip
+        bars.append(
+            {"task": task or row["problem"], "model": entry.label, "value": value, "paper": paper}
+        )
     table_path = os.path.join(output_dir, "table.png")
     plots.save(plots.comparison_figure(bars), table_path)
     runs = {}

@@ -36,8 +36,9 @@ def figures(
     if not config.keep_best:
         return metrics
     # The best checkpoint's figures (its step is its own, not the run's last).
-    best = _figures(os.path.join(run_dir, METRICS_BEST_FILE), problem, data_dir, config,
-                    config.keep_best)  # fmt: skip
+    best = _figures(
+        os.path.join(run_dir, METRICS_BEST_FILE), problem, data_dir, config, config.keep_best
+    )
     return None if best is None else best[2]
 
 

@@ -38,8 +38,13 @@ RECORD_FILE = "seed{seed}.json"
 
 def _depends_on(exp, seed: int, train_steps: int, train_minutes: float, **more) -> dict:
     """What every record's figures depend on: the run's experiment, seed and budget, and `more`."""
-    return {"experiment": exp.to_dict(), "seed": seed, "train_steps": train_steps,
-            "train_minutes": train_minutes, **more}  # fmt: skip
+    return {
+        "experiment": exp.to_dict(),
+        "seed": seed,
+        "train_steps": train_steps,
+        "train_minutes": train_minutes,
+        **more,
+    }
 
 
 def _read(path: str, wanted: dict, parse, hparams_class: type):
@@ -92,8 +97,16 @@ class Records:
 
     def depends_on(self, row: Row, exp, seed: int) -> dict:
         """Everything a row's figure for one seed depends on."""
-        return _depends_on(exp, seed, self.train_steps, self.train_minutes, split=self.split,
-                           decode=row.decode, average=row.average, data=self.data)  # fmt: skip
+        return _depends_on(
+            exp,
+            seed,
+            self.train_steps,
+            self.train_minutes,
+            split=self.split,
+            decode=row.decode,
+            average=row.average,
+            data=self.data,
+        )
 
     def keep(self, key: str, row: Row, exp, seed: int, figures: Figures) -> None:
         """Writes (or rewrites) the record of `key`'s figure for `seed`. The record
@@ -201,8 +214,14 @@ class RunRecords:
             problem = problem_lib.get(name)
             missing = problem.missing_data(data_dir)
             data[name] = "" if missing else problem.data_fingerprint(data_dir)
-        return cls(directory, data, config.train_steps, config.train_minutes, greedy_examples,
-                   config.keep_best)  # fmt: skip
+        return cls(
+            directory,
+            data,
+            config.train_steps,
+            config.train_minutes,
+            greedy_examples,
+            config.keep_best,
+        )
 
     def path(self, problem: str, key: str, seed: int) -> str:
         return os.path.join(self.directory, problem, key, RECORD_FILE.format(seed=seed))
@@ -210,9 +229,15 @@ class RunRecords:
     def depends_on(self, problem: str, exp, seed: int) -> dict:
         """A last checkpoint's figures name no keep_best (as records kept before it did)."""
         best = {"keep_best": self.keep_best} if self.keep_best else {}
-        return _depends_on(exp, seed, self.train_steps, self.train_minutes,
-                           greedy_examples=self.greedy_examples, data=self.data[problem],
-                           **best)  # fmt: skip
+        return _depends_on(
+            exp,
+            seed,
+            self.train_steps,
+            self.train_minutes,
+            greedy_examples=self.greedy_examples,
+            data=self.data[problem],
+            **best,
+        )
 
     def keep(self, problem: str, key: str, exp, seed: int, results: dict, trail=None) -> None:
         """Writes the run's final metrics, and its trail (`run_trail`) beside them."""
@@ -244,10 +269,12 @@ def run_trail(directory: str) -> dict:
     }
     return {
         "train_seconds": run_dir_lib.trained_seconds(directory, step),
-        "curves": {split: {metric: [list(point) for point in points]
-                           for metric, points in metrics.items()}
-                   for split, metrics in evaluated.items() if metrics},
-    }  # fmt: skip
+        "curves": {
+            split: {metric: [list(point) for point in points] for metric, points in metrics.items()}
+            for split, metrics in evaluated.items()
+            if metrics
+        },
+    }
 
 
 def recorded_curves(row: dict, directory: str, split: str = "dev") -> dict:

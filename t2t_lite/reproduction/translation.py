@@ -325,10 +325,19 @@ def against_reference(table: list, split: str) -> str:
         ppl = _versus(
             [] if row.trains_as else [f.perplexity for f in figures if f.perplexity is not None],
             [f.perplexity for f in base if f.perplexity is not None],
-            row.paper[0], reference.paper[0], paired, 2,
-        )  # fmt: skip
-        bleu = _versus([f.bleu for f in figures], [f.bleu for f in base],
-                       row.paper[1], reference.paper[1], paired, 1)  # fmt: skip
+            row.paper[0],
+            reference.paper[0],
+            paired,
+            2,
+        )
+        bleu = _versus(
+            [f.bleu for f in figures],
+            [f.bleu for f in base],
+            row.paper[1],
+            reference.paper[1],
+            paired,
+            1,
+        )
         lines.append(
             f"| {row.label} | {reference.label} | {ppl[0]} | {ppl[1]} | {bleu[0]} | {bleu[1]} "
             f"| {ppl[2]} / {bleu[2]} | {ppl[3]} / {bleu[3]} |"

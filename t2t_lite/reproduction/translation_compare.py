@@ -58,11 +58,23 @@ def compare(
     config = dataclasses.replace(config, eval_steps=comparison.EVAL_STEPS, keep_checkpoint_max=keep)
     trained = translation.training_entries(keys)
     names = {entry: key for key, entry in trained.items()}
-    kept = _Kept(records_dir, keys, trained, problems[0], data_dir, split, config, seed_list,
-                 hparams) if records_dir else None  # fmt: skip
-    rows = comparison.run(problems, list(trained.values()), data_dir, output_dir, config,
-                          seed_list, hparams, names, train=missing == "train",
-                          kept=kept.runs() if kept else frozenset())  # fmt: skip
+    kept = (
+        _Kept(records_dir, keys, trained, problems[0], data_dir, split, config, seed_list, hparams)
+        if records_dir
+        else None
+    )
+    rows = comparison.run(
+        problems,
+        list(trained.values()),
+        data_dir,
+        output_dir,
+        config,
+        seed_list,
+        hparams,
+        names,
+        train=missing == "train",
+        kept=kept.runs() if kept else frozenset(),
+    )
     rows, left_out = comparison.finished_only(rows, names)
     by_key = {names[row["entry"]]: row for row in rows}
     present = [key for key in keys if (translation.ROWS[key].trains_as or key) in by_key]
@@ -79,8 +91,9 @@ class _Kept:
     """A table's records (`records.Records`) with what they need of the table: the
     asked row keys, each training row's experiment and the seeds."""
 
-    def __init__(self, directory, keys, trained, problem, data_dir, split, config, seed_list,
-                 hparams):  # fmt: skip
+    def __init__(
+        self, directory, keys, trained, problem, data_dir, split, config, seed_list, hparams
+    ):
         self.directory, self.keys, self.trained, self.problem = directory, keys, trained, problem
         self.data_dir, self.split, self.config = data_dir, split, config
         self.experiments = {

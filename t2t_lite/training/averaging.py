@@ -287,8 +287,9 @@ def run(model_dir: str, num_last: int, explicit: list[str], output_path: str = "
         logging.warning(
             "Checkpoint %s was deleted while it was read (a running trainer keeps only its "
             "newest); choosing the last %d again.",
-            pruned[0], num_last,
-        )  # fmt: skip
+            pruned[0],
+            num_last,
+        )
         attempt += 1
 
 

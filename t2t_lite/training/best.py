@@ -153,15 +153,19 @@ class BestCheckpoint:
             for path in tf.io.gfile.glob(prefix + ".*"):
                 tf.io.gfile.remove(path)
             raise
-        kept = {"step": step, "split": self.spec.split, "metric": self.spec.metric,
-                "value": value}  # fmt: skip
+        kept = {"step": step, "split": self.spec.split, "metric": self.spec.metric, "value": value}
         if not self.chief:  # a worker's copy only served the collective save
             tf.io.gfile.rmtree(self.save_dir)
         else:
             path = os.path.join(self.directory, BEST_FILE)
             files.write_atomically(path, files.strict_json(kept))  # after the checkpoint
             self._remove_others(step)
-            logging.info("Best %s so far at step %d: %.4g; kept in %s.", self.spec, step,
-                         value, self.directory)  # fmt: skip
+            logging.info(
+                "Best %s so far at step %d: %.4g; kept in %s.",
+                self.spec,
+                step,
+                value,
+                self.directory,
+            )
         self.kept = kept
         return True

@@ -124,8 +124,9 @@ def _refuse_partial(
     if leftovers:
         logging.warning(
             "%s: an interrupted datagen left %s; generating the data again.",
-            data_dir, ", ".join(leftovers[:3]),
-        )  # fmt: skip
+            data_dir,
+            ", ".join(leftovers[:3]),
+        )
         return
     shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
     raise FileNotFoundError(
