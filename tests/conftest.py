@@ -224,7 +224,9 @@ def compare_one_row(tmp_path, key: str, problem_name: str):
     problem.get(problem_name).generate_data(data_dir, seed=3)
     config = comparison.trainer.TrainConfig(train_steps=6, local_eval_frequency=3)
     out = str(tmp_path / "o")
-    table = comparison.compare(out, [key], [problem_name], data_dir, config, greedy_examples=-1)
+    table = comparison.compare(
+        comparison.Request(out, [key], [problem_name], data_dir, config, greedy_examples=-1)
+    )
     cells = [cell.strip() for cell in table.splitlines()[2].strip("|").split("|")]
     run = os.path.join(out, problem_name, key)
     with open(os.path.join(run, "metrics.json")) as f:

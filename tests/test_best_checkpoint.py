@@ -77,8 +77,9 @@ def read_json(path) -> dict:
 def test_the_best_evaluation_keeps_its_checkpoint_and_is_evaluated_at_the_end(small_data, tmp_path):
     out = tmp_path / "run"
     # Higher is better for "fake": step 4 is the best of 2, 4, 6 and the last step 8.
-    t = make_trainer(small_data, str(out), 8, fake={2: 0.5, 4: 0.9, 6: 0.7, 8: 0.8},
-                     keep_best="dev/fake")  # fmt: skip
+    t = make_trainer(
+        small_data, str(out), 8, fake={2: 0.5, 4: 0.9, 6: 0.7, 8: 0.8}, keep_best="dev/fake"
+    )
     calls = considered(t)
     t.train()
     assert [step for step, _ in calls] == [2, 4, 6, 8]  # every evaluation, and the last step
@@ -101,8 +102,10 @@ def test_the_best_evaluation_keeps_its_checkpoint_and_is_evaluated_at_the_end(sm
     assert all(np.array_equal(w.numpy(), v) for w, v in zip(t.model.weights, newest, strict=True))
 
 
-@pytest.mark.parametrize(("fake", "best_step"), [({2: 0.5, 4: 0.6, 6: 0.7, 8: 0.9}, 8),
-                                                 ({2: 0.5, 4: 0.9, 6: 0.7, 8: 0.8}, 4)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("fake", "best_step"),
+    [({2: 0.5, 4: 0.6, 6: 0.7, 8: 0.9}, 8), ({2: 0.5, 4: 0.9, 6: 0.7, 8: 0.8}, 4)],
+)
 def test_on_whole_splits_the_final_evaluation_is_the_last_steps_candidacy(
     small_data, tmp_path, fake, best_step
 ):
@@ -150,8 +153,11 @@ def test_a_resumed_run_keeps_its_best_and_a_changed_metric_is_refused(small_data
     t.train()
     assert read_json(out / "best" / best.BEST_FILE)["step"] == 2
     assert read_json(out / run_dir.METRICS_BEST_FILE)["step"] == 2
-    with pytest.raises(ValueError, match=r"--keep_best=dev/loss: .*best\.json keeps the best "
-                       r"by dev/fake; use --keep_best=dev/fake or move"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"--keep_best=dev/loss: .*best\.json keeps the best "
+        r"by dev/fake; use --keep_best=dev/fake or move",
+    ):
         make_trainer(small_data, str(out), 8, keep_best="dev/loss")
 
 
@@ -224,9 +230,18 @@ def test_t2t_compare_with_keep_best_prints_and_records_the_best_checkpoints_figu
     problem_lib.get("test_identity_small").generate_data(data, seed=3)
     config = trainer.TrainConfig(train_steps=6, local_eval_frequency=3, keep_best="dev/loss")
     out, kept = str(tmp_path / "o"), str(tmp_path / "records")
-    table = comparison.compare(out, ["ut_length_depth"], ["test_identity_small"], data, config,
-                               hparams="batch_size=48", greedy_examples=-1,
-                               records_dir=kept)  # fmt: skip
+    table = comparison.compare(
+        comparison.Request(
+            out,
+            ["ut_length_depth"],
+            ["test_identity_small"],
+            data,
+            config,
+            hparams="batch_size=48",
+            greedy_examples=-1,
+            records_dir=kept,
+        )
+    )
     run = os.path.join(out, "test_identity_small", "ut_length_depth")
     chosen = read_json(os.path.join(run, run_dir.METRICS_BEST_FILE))
     step = chosen["step"]
@@ -246,8 +261,17 @@ def test_t2t_compare_with_keep_best_prints_and_records_the_best_checkpoints_figu
     # Without --keep_best the same runs print their last checkpoint's figures.
     last = read_json(os.path.join(run, run_dir.METRICS_FILE))
     plain = dataclasses.replace(config, keep_best="")
-    table = comparison.compare(out, ["ut_length_depth"], ["test_identity_small"], data, plain,
-                               hparams="batch_size=48", greedy_examples=-1)  # fmt: skip
+    table = comparison.compare(
+        comparison.Request(
+            out,
+            ["ut_length_depth"],
+            ["test_identity_small"],
+            data,
+            plain,
+            hparams="batch_size=48",
+            greedy_examples=-1,
+        )
+    )
     cells = [cell.strip() for cell in table.splitlines()[2].strip("|").split("|")]
     assert cells[2] == f"{last['test']['accuracy']:.2f}"
 
@@ -265,8 +289,17 @@ def test_t2t_compare_reads_a_best_checkpoint_before_the_last_step_as_finished(
     problem_lib.get("test_identity_small").generate_data(data, seed=3)
     config = trainer.TrainConfig(train_steps=6, local_eval_frequency=3, keep_best="dev/loss")
     out, kept = str(tmp_path / "o"), str(tmp_path / "records")
-    table = comparison.compare(out, ["ut_length_depth"], ["test_identity_small"], data, config,
-                               greedy_examples=-1, records_dir=kept)  # fmt: skip
+    table = comparison.compare(
+        comparison.Request(
+            out,
+            ["ut_length_depth"],
+            ["test_identity_small"],
+            data,
+            config,
+            greedy_examples=-1,
+            records_dir=kept,
+        )
+    )
     run = os.path.join(out, "test_identity_small", "ut_length_depth")
     chosen = read_json(os.path.join(run, run_dir.METRICS_BEST_FILE))
     assert chosen["step"] == 3 and "left out" not in table

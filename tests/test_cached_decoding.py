@@ -139,6 +139,24 @@ def cached_logits(model, max_length=7, decode_step=None):
     return tf.stack(logits, axis=1)
 
 
+def traced_step(model, max_length):
+    """model.decode_step as one graph for every step: its signature is the first
+    step's, with each dimension that the step changes (a growing cache's
+    length) unknown."""
+    encoded, bias = model.encode(INPUTS)
+    cache = model.init_cache(encoded, bias, max_length)
+    ids, index = TARGETS[:, 0], tf.constant(0)
+    _, after = model.decode_step(ids, index, cache)
+
+    def spec(before, later):
+        dims = [b if b == a else None for b, a in zip(before.shape, later.shape, strict=True)]
+        return tf.TensorSpec(dims, before.dtype)
+
+    cache_spec = tf.nest.map_structure(spec, cache, after)
+    signature = (tf.TensorSpec.from_tensor(ids), tf.TensorSpec.from_tensor(index), cache_spec)
+    return tf.function(model.decode_step, input_signature=signature)
+
+
 # Combinations whose every feature a faster variant above checks on its own
 # run in the slow tier (docs/testing.md): causal encoder (ut_steps_by_position),
 # input every step and no positions (ut_length_depth_no_step_signal,
@@ -172,10 +190,11 @@ def test_cached_logits_equal_teacher_forced_logits(name):
     for max_length in (7, None):
         eager = cached_logits(model, max_length).numpy()
         np.testing.assert_allclose(eager[REAL], full[REAL], atol=1e-5, err_msg=f"{max_length=}")
-        # One traced step, reused: growing caches change shape per step, and
-        # reduce_retracing lets them share a trace with unknown lengths.
-        step = tf.function(model.decode_step, reduce_retracing=True)
+        # One traced step for every position: growing caches change shape per
+        # step, so their lengths are unknown in its signature.
+        step = traced_step(model, max_length)
         compiled = cached_logits(model, max_length, step).numpy()
+        assert step.experimental_get_tracing_count() == 1
         np.testing.assert_allclose(compiled[REAL], full[REAL], atol=1e-5, err_msg=f"{max_length=}")
 
 

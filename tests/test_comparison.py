@@ -284,13 +284,18 @@ def test_missing_skip_tabulates_the_finished_runs_and_names_the_others(tmp_path,
         (run / "metrics.json").write_text(json.dumps(record))
     # Trained through step 5 without figures: evaluated. The UT's seed 1 stopped at 3
     # (not evaluated); its seed 2 reached 5 under a live trainer (left to it).
-    for seed, model, step in ((2, "transformer", 5), (1, "universal_transformer", 3),
-                              (2, "universal_transformer", 5)):  # fmt: skip
+    for seed, model, step in (
+        (2, "transformer", 5),
+        (1, "universal_transformer", 3),
+        (2, "universal_transformer", 5),
+    ):
         os.makedirs(seed_dir(seed, model))
         (seed_dir(seed, model) / f"model.ckpt-{step}.index").write_bytes(b"")
     models = ["transformer", "universal_transformer"]
     table = comparison.compare(
-        str(tmp_path), models, [problem], data, config, ["1", "2", "3"], missing="skip"
+        comparison.Request(
+            str(tmp_path), models, [problem], data, config, ["1", "2", "3"], missing="skip"
+        )
     )
     assert evaluated == [str(seed_dir(2, "transformer")), str(seed_dir(2, "universal_transformer"))]
     lines = table.splitlines()
@@ -302,7 +307,9 @@ def test_missing_skip_tabulates_the_finished_runs_and_names_the_others(tmp_path,
     assert (tmp_path / "table.md").read_text() == table + "\n"
     assert not (tmp_path / "seed3" / problem / "universal_transformer").exists()
     with pytest.raises(ValueError, match="--missing: expected one of train, skip, got 'keep'"):
-        comparison.compare(str(tmp_path), models, [problem], data, config, missing="keep")
+        comparison.compare(
+            comparison.Request(str(tmp_path), models, [problem], data, config, missing="keep")
+        )
 
 
 def test_hparams_apply_to_every_run_after_the_entrys_own(monkeypatch):

@@ -163,9 +163,16 @@ def test_an_algorithmic_table_prints_from_its_records_and_trains_them_no_more(
 
     def table(**changes):
         return comparison.compare(
-            out, models, [PROBLEM], data, dataclasses.replace(config, **changes), seeds,
-            records_dir=kept,
-        )  # fmt: skip
+            comparison.Request(
+                out,
+                models,
+                [PROBLEM],
+                data,
+                dataclasses.replace(config, **changes),
+                seeds,
+                records_dir=kept,
+            ),
+        )
 
     first = table()
     assert len(trained) == 4
@@ -218,8 +225,17 @@ def test_a_record_keeps_the_runs_training_time_and_curves_and_a_table_draws_them
     kept, out = str(tmp_path / "records"), str(tmp_path / "out")
 
     def table():
-        return comparison.compare(out, ["transformer"], [PROBLEM], data, TrainConfig(train_steps=5),
-                                  ["1", "2"], records_dir=kept)  # fmt: skip
+        return comparison.compare(
+            comparison.Request(
+                out,
+                ["transformer"],
+                [PROBLEM],
+                data,
+                TrainConfig(train_steps=5),
+                ["1", "2"],
+                records_dir=kept,
+            )
+        )
 
     first = table()
     path = os.path.join(kept, PROBLEM, "transformer", "seed2.json")

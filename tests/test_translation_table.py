@@ -26,7 +26,7 @@ def test_decode_only_rows_reuse_the_base_runs_and_bleu_is_sacrebleus_on_raw_text
     config = TrainConfig(train_steps=6, local_eval_frequency=3, save_checkpoints_steps=1)
     models = ["t3_base", "t3_greedy", "t3_average5"]
     table = translation_compare.compare(
-        out, models, ["translate_from_files"], data_dir, config, hparams=SMALL
+        comparison.Request(out, models, ["translate_from_files"], data_dir, config, hparams=SMALL)
     )
     run = os.path.join(out, "translate_from_files", "t3_base")
     # One training run; the greedy and averaged rows decode it.
@@ -62,25 +62,43 @@ def test_decode_only_rows_reuse_the_base_runs_and_bleu_is_sacrebleus_on_raw_text
     # A rerun reuses the run and its decodes.
     kept = os.path.getmtime(os.path.join(run, "bleu_last_beam_size=1_dev.json"))
     again = translation_compare.compare(
-        out, models, ["translate_from_files"], data_dir, config, hparams=SMALL
+        comparison.Request(out, models, ["translate_from_files"], data_dir, config, hparams=SMALL)
     )
     assert again == table
     assert os.path.getmtime(os.path.join(run, "bleu_last_beam_size=1_dev.json")) == kept
     # Read while other rows train: a row without a finished run is left out and named,
     # and nothing trains (no run directory appears for it).
     partial = translation_compare.compare(
-        out, ["t3_smoothing0", *models], ["translate_from_files"], data_dir, config,
-        hparams=SMALL, missing="skip",
-    )  # fmt: skip
+        comparison.Request(
+            out,
+            ["t3_smoothing0", *models],
+            ["translate_from_files"],
+            data_dir,
+            config,
+            hparams=SMALL,
+            missing="skip",
+        ),
+    )
     assert partial == table + (
         "\n\nNot finished, left out (--missing=skip): translate_from_files t3_smoothing0."
     )
     assert sorted(os.listdir(os.path.join(out, "translate_from_files"))) == ["t3_base"]
     # With records: every printed figure is kept, and the table outlives its runs.
     kept = str(tmp_path / "records")
-    assert translation_compare.compare(
-        out, models, ["translate_from_files"], data_dir, config, hparams=SMALL, records_dir=kept
-    ) == table  # fmt: skip
+    assert (
+        translation_compare.compare(
+            comparison.Request(
+                out,
+                models,
+                ["translate_from_files"],
+                data_dir,
+                config,
+                hparams=SMALL,
+                records_dir=kept,
+            )
+        )
+        == table
+    )
     assert sorted(os.listdir(os.path.join(kept, "dev"))) == sorted(models)
     shutil.rmtree(os.path.join(out, "translate_from_files"))
     # The same data written elsewhere (new files, new write times) is the same data.
@@ -88,7 +106,9 @@ def test_decode_only_rows_reuse_the_base_runs_and_bleu_is_sacrebleus_on_raw_text
     shutil.copytree(data_dir, copy, copy_function=shutil.copyfile)
     # A run whose every row is recorded is not trained again (the default, --missing=train).
     recalled = translation_compare.compare(
-        out, models, ["translate_from_files"], copy, config, hparams=SMALL, records_dir=kept
+        comparison.Request(
+            out, models, ["translate_from_files"], copy, config, hparams=SMALL, records_dir=kept
+        )
     )
     assert recalled == table + (
         f"\n\nRead from records ({kept}; their runs are not here): t3_base; t3_greedy; t3_average5."
@@ -98,9 +118,17 @@ def test_decode_only_rows_reuse_the_base_runs_and_bleu_is_sacrebleus_on_raw_text
     for other_data, steps in ((copy, 7), (_changed(copy, tmp_path), 6)):
         other = dataclasses.replace(config, train_steps=steps)
         none = translation_compare.compare(
-            out, models, ["translate_from_files"], other_data, other, hparams=SMALL,
-            missing="skip", records_dir=kept,
-        )  # fmt: skip
+            comparison.Request(
+                out,
+                models,
+                ["translate_from_files"],
+                other_data,
+                other,
+                hparams=SMALL,
+                missing="skip",
+                records_dir=kept,
+            ),
+        )
         assert none.endswith(
             "\n\nNot finished, left out (--missing=skip): translate_from_files t3_base."
         )
@@ -129,18 +157,27 @@ def _changed(data_dir: str, tmp_path) -> str:
 )
 def test_bad_translation_requests_are_one_line(models, problems, said, tmp_path):
     with pytest.raises(ValueError, match=said):
-        translation_compare.compare(str(tmp_path), models, problems, str(tmp_path), TrainConfig())
+        translation_compare.compare(
+            comparison.Request(str(tmp_path), models, problems, str(tmp_path), TrainConfig())
+        )
 
 
 def test_translation_rows_and_other_models_are_compared_separately(tmp_path):
     with pytest.raises(ValueError, match="separately"):
         comparison.compare(
-            str(tmp_path), ["t3_base", "transformer"], ["translate_from_files"], str(tmp_path),
-            TrainConfig(),
-        )  # fmt: skip
+            comparison.Request(
+                str(tmp_path),
+                ["t3_base", "transformer"],
+                ["translate_from_files"],
+                str(tmp_path),
+                TrainConfig(),
+            ),
+        )
     with pytest.raises(ValueError, match="translation_compare"):
         comparison.compare(
-            str(tmp_path), ["t3_base"], ["translate_from_files"], str(tmp_path), TrainConfig()
+            comparison.Request(
+                str(tmp_path), ["t3_base"], ["translate_from_files"], str(tmp_path), TrainConfig()
+            )
         )
 
 
@@ -216,8 +253,10 @@ def test_each_variation_is_read_against_the_base_beside_the_papers_difference():
     figures = translation.Figures
 
     def runs(ppl, bleu):
-        return [figures(k + 1, f"r{k}", p, b, 1.9e6, 3000, 50.0) for k, (p, b) in
-                enumerate(zip(ppl, bleu, strict=True))]  # fmt: skip
+        return [
+            figures(k + 1, f"r{k}", p, b, 1.9e6, 3000, 50.0)
+            for k, (p, b) in enumerate(zip(ppl, bleu, strict=True))
+        ]
 
     base = runs([11.2, 10.9, 11.0], [23.8, 24.4, 25.4])
     greedy = [

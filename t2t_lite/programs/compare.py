@@ -1,5 +1,5 @@
 """t2t-compare: train models on algorithmic, Learning to Execute, bAbI or translation
-problems; print a table beside the papers' (t2t_lite.reproduction.comparison.compare).
+problems; print a table beside the papers' (t2t_lite.reproduction.tables.compare).
 Parsing problems (--models=parsing_table) print the Transformer paper's Table 4
 beside F1 on your treebank (reproduction/parsing_table.py).
 
@@ -105,7 +105,7 @@ flags.mark_flags_as_required(["data_dir", "output_dir"])
 def main(argv):
     del argv
     logging.set_verbosity(logging.INFO)
-    from t2t_lite.reproduction import comparison, parsing_table, translation, translation_compare
+    from t2t_lite.reproduction import comparison, tables
 
     def compare():
         config = TrainConfig(
@@ -116,49 +116,21 @@ def main(argv):
             save_checkpoints_steps=FLAGS.save_checkpoints_steps,
             keep_best=FLAGS.keep_best,
         )
-        if parsing_table.is_parsing(FLAGS.problems):
-            table = parsing_table.compare(
-                FLAGS.output_dir,
-                FLAGS.models,
-                FLAGS.problems,
-                FLAGS.data_dir,
-                config,
-                FLAGS.seeds,
-                FLAGS.hparams,
-                FLAGS.bleu_split,
-                FLAGS.missing,
-                FLAGS.decode_hparams,
-            )
-        elif translation.is_translation(FLAGS.models):
-            if FLAGS.keep_best:
-                raise ValueError(
-                    "--keep_best: for the algorithmic and Learning to Execute tables, not translation rows"
-                )
-            table = translation_compare.compare(
-                FLAGS.output_dir,
-                FLAGS.models,
-                FLAGS.problems,
-                FLAGS.data_dir,
-                config,
-                FLAGS.seeds,
-                FLAGS.hparams,
-                FLAGS.bleu_split,
-                FLAGS.missing,
-                FLAGS.records,
-            )
-        else:
-            table = comparison.compare(
-                FLAGS.output_dir,
-                FLAGS.models,
-                FLAGS.problems,
-                FLAGS.data_dir,
-                config,
-                FLAGS.seeds,
-                FLAGS.hparams,
-                FLAGS.greedy_examples,
-                FLAGS.missing,
-                FLAGS.records,
-            )
+        request = comparison.Request(
+            output_dir=FLAGS.output_dir,
+            models=FLAGS.models,
+            problems=FLAGS.problems,
+            data_dir=FLAGS.data_dir,
+            config=config,
+            seeds=FLAGS.seeds,
+            hparams=FLAGS.hparams,
+            greedy_examples=FLAGS.greedy_examples,
+            missing=FLAGS.missing,
+            records_dir=FLAGS.records,
+            split=FLAGS.bleu_split,
+            search=FLAGS.decode_hparams,
+        )
+        table = tables.compare(request)
         print(table)
 
     cli.run("t2t-compare", compare)

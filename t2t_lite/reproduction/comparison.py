@@ -116,6 +116,41 @@ def entry_experiment(entry: Entry, key: str, problem: str, hparams: str = ""):
 
 
 MISSING = ("train", "skip")  # --missing: what a table does with runs not finished
+DEFAULT_SEARCH = "parsing"  # a parsing table's decode (decoder.PRESETS: the paper's)
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """What t2t-compare is asked for: one table (`tables.compare` says which kind
+    makes it; each reads the fields it needs).
+
+    models: entries, translation rows or parsing rows; seeds: --seeds texts;
+    missing="skip" trains nothing: the table holds the runs that finished and a
+    line under it names the ones left out; records_dir: keep every figure there
+    and print a run's record where its run is not there.
+    """
+
+    output_dir: str
+    models: list[str]
+    problems: list[str]
+    data_dir: str
+    config: trainer.TrainConfig
+    seeds: list[str] | None = None
+    hparams: str = ""
+    greedy_examples: int = 0  # algorithmic tables: greedy accuracy of that many test examples
+    missing: str = "train"
+    records_dir: str = ""
+    split: str = "dev"  # translation and parsing tables: the split scored
+    search: str = DEFAULT_SEARCH  # parsing tables: --decode_hparams of every decode
+
+    def seed_list(self) -> list[int] | None:
+        """The checked seeds (None: the config's one); a bad --missing or --seeds is a
+        ValueError naming the flag."""
+        if self.missing not in MISSING:
+            raise ValueError(
+                f"--missing: expected one of {', '.join(MISSING)}, got {self.missing!r}"
+            )
+        return parse_seeds(self.seeds or [])
 
 
 def finished_only(rows: list[dict], names: dict[Entry, str] | None = None) -> tuple[list, list]:
@@ -158,36 +193,22 @@ def missing_note(missing: list[str]) -> str:
 EVAL_STEPS = 20
 
 
-def compare(
-    output_dir: str,
-    models: list[str],
-    problems: list[str],
-    data_dir: str,
-    config: trainer.TrainConfig,
-    seeds: list[str] | None = None,
-    hparams: str = "",
-    greedy_examples: int = 0,
-    missing: str = "train",
-    records_dir: str = "",
-) -> str:
-    """t2t-compare: trains every model on every problem into output_dir; writes
-    table.md there (and pictures) and returns its markdown.
+def compare(request: Request) -> str:
+    """The algorithmic, Learning to Execute or bAbI table: trains every model on
+    every problem into output_dir; writes table.md there (and pictures) and
+    returns its markdown.
 
-    Translation rows (`translation.ROWS`, or "table3" / "table7") are compared
-    by `translation_compare.compare`.
-
-    models: names of ENTRIES; seeds: --seeds texts. bAbI problems get Table 1's
-    form and, per run, ponder maps in <run_dir>/ponder/; the others Table 4-6's
-    form with table.png and curves.png, and with greedy_examples != 0 the
-    greedy-decoded accuracy of that many test examples (< 0: all) beside the
-    teacher-forced one. missing="skip" trains nothing: the table holds the
-    runs that finished, and a line under it names the ones left out.
-    records_dir: keep each run's figures there; a run not here (or not finished)
-    with a matching record prints it and is not trained (`records.RunRecords`).
+    models: names of ENTRIES. bAbI problems get Table 1's form and, per run,
+    ponder maps in <run_dir>/ponder/; the others Table 4-6's form with
+    table.png and curves.png, and with greedy_examples != 0 the greedy-decoded
+    accuracy of that many test examples (< 0: all) beside the teacher-forced
+    one. records_dir: a run not here (or not finished) with a matching record
+    prints it and is not trained (`records.RunRecords`).
     """
-    if missing not in MISSING:
-        raise ValueError(f"--missing: expected one of {', '.join(MISSING)}, got {missing!r}")
-    seed_list = parse_seeds(seeds or [])
+    seed_list = request.seed_list()
+    output_dir, models, problems = request.output_dir, request.models, request.problems
+    data_dir, config, hparams = request.data_dir, request.config, request.hparams
+    greedy_examples, records_dir = request.greedy_examples, request.records_dir
     if translation.is_translation(models):  # raises for a mix of both kinds
         raise ValueError(
             f"--models={','.join(models)}: translation rows are compared by "
@@ -198,7 +219,7 @@ def compare(
     if records_dir and babi:
         raise ValueError("--records: not for bAbI tables (their ponder maps read the runs)")
     config = dataclasses.replace(config, eval_steps=-1 if config.keep_best else EVAL_STEPS)
-    train = missing == "train"
+    train = request.missing == "train"
     names = {entry: key for key, entry in ENTRIES.items()}
 
     def experiment_of(problem: str, entry: Entry):

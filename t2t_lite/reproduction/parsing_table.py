@@ -27,7 +27,6 @@ from t2t_lite.decoding import decoder as decoder_lib
 from t2t_lite.decoding import evalb, runner
 from t2t_lite.reproduction import comparison, seed_stats
 from t2t_lite.reproduction.entries import Entry
-from t2t_lite.training import trainer
 
 # The Transformer paper's Table 4: (parser, training, F1 on WSJ section 23).
 PAPER_TABLE4 = (
@@ -57,7 +56,7 @@ ENTRIES = {
 }
 BASELINE = "right_branching"
 TABLE = "parsing_table"  # every row
-DEFAULT_SEARCH = "parsing"  # decoder.PRESETS: the paper's
+DEFAULT_SEARCH = comparison.DEFAULT_SEARCH
 KEPT_FILE = "parse_{split}.json"
 DECODED_FILE = "parse_{split}.trees"
 
@@ -159,25 +158,13 @@ def depends_on(checkpoint: str, problem, data_dir: str, split: str, hp) -> dict:
     }
 
 
-def compare(
-    output_dir: str,
-    models: list[str],
-    problems: list[str],
-    data_dir: str,
-    config: trainer.TrainConfig,
-    seeds: list[str] | None = None,
-    hparams: str = "",
-    split: str = "dev",
-    missing: str = "train",
-    search: str = DEFAULT_SEARCH,
-) -> str:
-    """The parsing table on one parsing problem's `split` -> its markdown (also
-    output_dir/table.md). seeds: --seeds texts; missing="skip" trains nothing
-    and names the runs left out; search: --decode_hparams of every decode."""
-    if missing not in comparison.MISSING:
-        raise ValueError(
-            f"--missing: expected one of {', '.join(comparison.MISSING)}, got {missing!r}"
-        )
+def compare(request: comparison.Request) -> str:
+    """The parsing table on one parsing problem's request.split -> its markdown
+    (also output_dir/table.md); request.search: --decode_hparams of every decode."""
+    seed_list = request.seed_list()
+    output_dir, models, problems = request.output_dir, request.models, request.problems
+    data_dir, config, hparams = request.data_dir, request.config, request.hparams
+    split, search = request.split, request.search
     if len(problems) != 1:
         raise ValueError(f"--problems: the parsing table takes one problem, not {problems}")
     (problem,) = problems
@@ -191,8 +178,7 @@ def compare(
     keys = parse_rows(models)
     trained = {ENTRIES[key]: key for key in keys if key in ENTRIES}
     config = dataclasses.replace(config, eval_steps=comparison.EVAL_STEPS)
-    seed_list = comparison.parse_seeds(seeds or [])
-    train = missing == "train"
+    train = request.missing == "train"
     rows = comparison.run(
         problems, list(trained), data_dir, output_dir, config, seed_list, hparams, trained, train
     )

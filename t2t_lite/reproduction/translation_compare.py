@@ -11,34 +11,21 @@ import os
 from t2t_lite import files
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.reproduction import comparison, records, translation
-from t2t_lite.training import trainer
 
 
-def compare(
-    output_dir: str,
-    models: list[str],
-    problems: list[str],
-    data_dir: str,
-    config: trainer.TrainConfig,
-    seeds: list[str] | None = None,
-    hparams: str = "",
-    split: str = "dev",
-    missing: str = "train",
-    records_dir: str = "",
-) -> str:
+def compare(request: comparison.Request) -> str:
     """Table 3 / Table 7 rows on one translation problem: perplexity and BLEU on
-    `split` beside the papers' -> table.md's markdown (also written to output_dir).
+    request.split beside the papers' -> table.md's markdown (also written to
+    output_dir).
 
-    models: row keys, or "table3" / "table7"; seeds: --seeds texts. missing="skip"
-    trains nothing, and a line under the table names the runs left out.
-    records_dir: keep every printed figure there, and print a run's record where
-    its run is not there (named under the table).
+    models: row keys, or "table3" / "table7". records_dir: keep every printed
+    figure there, and print a run's record where its run is not there (named
+    under the table).
     """
-    if missing not in comparison.MISSING:
-        raise ValueError(
-            f"--missing: expected one of {', '.join(comparison.MISSING)}, got {missing!r}"
-        )
-    seed_list = comparison.parse_seeds(seeds or [])
+    seed_list = request.seed_list()
+    output_dir, models, problems = request.output_dir, request.models, request.problems
+    data_dir, config, hparams = request.data_dir, request.config, request.hparams
+    split, records_dir = request.split, request.records_dir
     if len(problems) != 1 or not problem_lib.get(problems[0]).reports_bleu:
         raise ValueError(
             f"--models={','.join(models)}: translation rows take one text problem that "
@@ -72,7 +59,7 @@ def compare(
         seed_list,
         hparams,
         names,
-        train=missing == "train",
+        train=request.missing == "train",
         kept=kept.runs() if kept else frozenset(),
     )
     rows, left_out = comparison.finished_only(rows, names)

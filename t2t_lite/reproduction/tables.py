@@ -1,0 +1,23 @@
+"""t2t-compare's one entry: a table request goes to the pipeline of its kind.
+
+Parsing problems make the Transformer paper's Table 4 (`parsing_table`),
+translation rows Table 3 or Table 7 (`translation_compare`), and every other
+entry the UT paper's algorithmic, Learning to Execute and bAbI tables
+(`comparison`). Each takes the same `comparison.Request`.
+"""
+
+from t2t_lite.reproduction import comparison, parsing_table, translation, translation_compare
+
+
+def compare(request: comparison.Request) -> str:
+    """The table `request` asks for -> its markdown (also output_dir/table.md)."""
+    if parsing_table.is_parsing(request.problems):
+        return parsing_table.compare(request)
+    if translation.is_translation(request.models):
+        if request.config.keep_best:
+            raise ValueError(
+                "--keep_best: for the algorithmic and Learning to Execute tables, "
+                "not translation rows"
+            )
+        return translation_compare.compare(request)
+    return comparison.compare(request)
