@@ -248,7 +248,7 @@ def test_t2t_compare_with_keep_best_prints_and_records_the_best_checkpoints_figu
     assert step == 3 and chosen["depends_on"]["keep_best"] == "dev/loss"
     # Chosen on the whole split: the figure that chose it is the final one of its weights.
     assert chosen["selected_by"]["value"] == pytest.approx(chosen["dev"]["loss"], rel=1e-5)
-    decoded = read_json(os.path.join(run, "greedy_best_test.json"))
+    decoded = read_json(os.path.join(run, "greedy_best_test.json"))["depends_on"]
     kept_best = os.path.join(run, "best", f"model.ckpt-{step}")
     assert decoded["checkpoint"] == f"model.ckpt-{step}"  # best/'s, by its fingerprint:
     assert decoded["checkpoint_fingerprint"] == checkpoints.fingerprint(kept_best)
@@ -303,7 +303,7 @@ def test_t2t_compare_reads_a_best_checkpoint_before_the_last_step_as_finished(
     run = os.path.join(out, "test_identity_small", "ut_length_depth")
     chosen = read_json(os.path.join(run, run_dir.METRICS_BEST_FILE))
     assert chosen["step"] == 3 and "left out" not in table
-    decoded = read_json(os.path.join(run, "greedy_best_test.json"))
+    decoded = read_json(os.path.join(run, "greedy_best_test.json"))["depends_on"]
     assert decoded["checkpoint"] == "model.ckpt-3"
     cells = [cell.strip() for cell in table.splitlines()[2].strip("|").split("|")]
     assert cells[2] == f"{chosen['test']['accuracy']:.2f}"
