@@ -214,6 +214,16 @@ def test_the_split_is_evaluated_though_not_in_eval_splits(small_data, tmp_path):
     assert os.path.exists(tmp_path / "run" / run_dir.METRICS_BEST_FILE)
 
 
+def compare_ut_length_depth(out: str, data: str, config, **request) -> str:
+    """t2t-compare's table of one ut_length_depth run on test_identity_small."""
+    from t2t_lite.reproduction import comparison
+
+    models, problems = ["ut_length_depth"], ["test_identity_small"]
+    return comparison.compare(
+        comparison.Request(out, models, problems, data, config, greedy_examples=-1, **request)
+    )
+
+
 @pytest.mark.slow
 def test_t2t_compare_with_keep_best_prints_and_records_the_best_checkpoints_figures(
     tmp_path, monkeypatch
@@ -230,28 +240,18 @@ def test_t2t_compare_with_keep_best_prints_and_records_the_best_checkpoints_figu
     problem_lib.get("test_identity_small").generate_data(data, seed=3)
     config = trainer.TrainConfig(train_steps=6, local_eval_frequency=3, keep_best="dev/loss")
     out, kept = str(tmp_path / "o"), str(tmp_path / "records")
-    table = comparison.compare(
-        comparison.Request(
-            out,
-            ["ut_length_depth"],
-            ["test_identity_small"],
-            data,
-            config,
-            hparams="batch_size=48",
-            greedy_examples=-1,
-            records_dir=kept,
-        )
-    )
+    table = compare_ut_length_depth(out, data, config, hparams="batch_size=48", records_dir=kept)
     run = os.path.join(out, "test_identity_small", "ut_length_depth")
     chosen = read_json(os.path.join(run, run_dir.METRICS_BEST_FILE))
     step = chosen["step"]
     assert step == 3 and chosen["depends_on"]["keep_best"] == "dev/loss"
     # Chosen on the whole split: the figure that chose it is the final one of its weights.
     assert chosen["selected_by"]["value"] == pytest.approx(chosen["dev"]["loss"], rel=1e-5)
-    decoded = read_json(os.path.join(run, "greedy_best_test.json"))["depends_on"]
+    decoded = read_json(os.path.join(run, "greedy_best_test.json"))
     kept_best = os.path.join(run, "best", f"model.ckpt-{step}")
-    assert decoded["checkpoint"] == f"model.ckpt-{step}"  # best/'s, by its fingerprint:
-    assert decoded["checkpoint_fingerprint"] == checkpoints.fingerprint(kept_best)
+    source = decoded["depends_on"]
+    assert source["checkpoint"] == f"model.ckpt-{step}"  # best/'s, by its fingerprint:
+    assert source["checkpoint_fingerprint"] == checkpoints.fingerprint(kept_best)
     cells = [cell.strip() for cell in table.splitlines()[2].strip("|").split("|")]
     assert cells[2] == f"{chosen['test']['accuracy']:.2f}"
     assert cells[4] == f"{decoded['char_accuracy']:.2f}"
@@ -261,17 +261,7 @@ def test_t2t_compare_with_keep_best_prints_and_records_the_best_checkpoints_figu
     # Without --keep_best the same runs print their last checkpoint's figures.
     last = read_json(os.path.join(run, run_dir.METRICS_FILE))
     plain = dataclasses.replace(config, keep_best="")
-    table = comparison.compare(
-        comparison.Request(
-            out,
-            ["ut_length_depth"],
-            ["test_identity_small"],
-            data,
-            plain,
-            hparams="batch_size=48",
-            greedy_examples=-1,
-        )
-    )
+    table = compare_ut_length_depth(out, data, plain, hparams="batch_size=48")
     cells = [cell.strip() for cell in table.splitlines()[2].strip("|").split("|")]
     assert cells[2] == f"{last['test']['accuracy']:.2f}"
 
@@ -281,7 +271,6 @@ def test_t2t_compare_reads_a_best_checkpoint_before_the_last_step_as_finished(
     tmp_path, monkeypatch
 ):
     from t2t_lite.data import problem as problem_lib
-    from t2t_lite.reproduction import comparison
 
     # No later evaluation improves: the first one, step 3 of 6, is the best.
     monkeypatch.setattr(best.Spec, "better", lambda self, value, than: False)
@@ -289,17 +278,7 @@ def test_t2t_compare_reads_a_best_checkpoint_before_the_last_step_as_finished(
     problem_lib.get("test_identity_small").generate_data(data, seed=3)
     config = trainer.TrainConfig(train_steps=6, local_eval_frequency=3, keep_best="dev/loss")
     out, kept = str(tmp_path / "o"), str(tmp_path / "records")
-    table = comparison.compare(
-        comparison.Request(
-            out,
-            ["ut_length_depth"],
-            ["test_identity_small"],
-            data,
-            config,
-            greedy_examples=-1,
-            records_dir=kept,
-        )
-    )
+    table = compare_ut_length_depth(out, data, config, records_dir=kept)
     run = os.path.join(out, "test_identity_small", "ut_length_depth")
     chosen = read_json(os.path.join(run, run_dir.METRICS_BEST_FILE))
     assert chosen["step"] == 3 and "left out" not in table
