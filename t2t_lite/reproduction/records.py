@@ -36,17 +36,6 @@ from t2t_lite.visualization import curves
 RECORD_FILE = "seed{seed}.json"
 
 
-def _depends_on(exp, seed: int, train_steps: int, train_minutes: float, **more) -> dict:
-    """What every record's figures depend on: the run's experiment, seed and budget, and `more`."""
-    return {
-        "experiment": exp.to_dict(),
-        "seed": seed,
-        "train_steps": train_steps,
-        "train_minutes": train_minutes,
-        **more,
-    }
-
-
 def _read(path: str, wanted: dict, parse, hparams_class: type):
     """parse(the record's body) where the record at `path` depends on exactly
     `wanted` (its hparams completed with keys added since it was written); None
@@ -74,8 +63,39 @@ def _read(path: str, wanted: dict, parse, hparams_class: type):
     return figures
 
 
+class _Store:
+    """The one record store both kinds of table keep their figures in:
+    <directory>/<group>/<key>/seed<k>.json (group: a translation table's split,
+    an algorithmic table's problem), each with what it depends on (`stamp`'s
+    form): the run's experiment, seed and budget, and what the kind adds."""
+
+    directory: str
+    train_steps: int
+    train_minutes: float
+
+    def _path(self, group: str, key: str, seed: int) -> str:
+        return os.path.join(self.directory, group, key, RECORD_FILE.format(seed=seed))
+
+    def _depends_on(self, exp, seed: int, more: dict) -> dict:
+        return {
+            "experiment": exp.to_dict(),
+            "seed": seed,
+            "train_steps": self.train_steps,
+            "train_minutes": self.train_minutes,
+            **more,
+        }
+
+    def _keep(self, group: str, key: str, exp, seed: int, more: dict, body: dict) -> None:
+        path = self._path(group, key, seed)
+        stamp.keep(path, self._depends_on(exp, seed, more), body)
+
+    def _recall(self, group: str, key: str, exp, seed: int, more: dict, parse):
+        wanted = self._depends_on(exp, seed, more)
+        return _read(self._path(group, key, seed), wanted, parse, type(exp.hparams))
+
+
 @dataclasses.dataclass(frozen=True)
-class Records:
+class Records(_Store):
     """One table's records: where they live and what every figure of the table
     depends on besides its row, experiment and seed."""
 
@@ -93,34 +113,33 @@ class Records:
         return cls(directory, split, fingerprint, config.train_steps, config.train_minutes)
 
     def path(self, key: str, seed: int) -> str:
-        return os.path.join(self.directory, self.split, key, RECORD_FILE.format(seed=seed))
+        return self._path(self.split, key, seed)
+
+    def _more(self, row: Row) -> dict:
+        """What a row's figure depends on besides the run: the split, the row's
+        decoding and average, the data's content."""
+        return {
+            "split": self.split,
+            "decode": row.decode,
+            "average": row.average,
+            "data": self.data,
+        }
 
     def depends_on(self, row: Row, exp, seed: int) -> dict:
         """Everything a row's figure for one seed depends on."""
-        return _depends_on(
-            exp,
-            seed,
-            self.train_steps,
-            self.train_minutes,
-            split=self.split,
-            decode=row.decode,
-            average=row.average,
-            data=self.data,
-        )
+        return self._depends_on(exp, seed, self._more(row))
 
     def keep(self, key: str, row: Row, exp, seed: int, figures: Figures) -> None:
         """Writes (or rewrites) the record of `key`'s figure for `seed`. The record
         names its own seed, whichever way the printing table labels the figure (a
         single run's without one), so its content is the run's alone."""
         body = dataclasses.asdict(dataclasses.replace(figures, seed=seed))
-        stamp.keep(self.path(key, seed), self.depends_on(row, exp, seed), body)
+        self._keep(self.split, key, exp, seed, self._more(row), body)
 
     def recall(self, key: str, row: Row, exp, seed: int) -> Figures | None:
         """The recorded figure of `key` for `seed`, or None where there is none or it
         depends on something else (logged: which fields differ)."""
-        return _read(
-            self.path(key, seed), self.depends_on(row, exp, seed), _figures, type(exp.hparams)
-        )
+        return self._recall(self.split, key, exp, seed, self._more(row), _figures)
 
 
 def _body(body: dict) -> dict:
@@ -192,7 +211,7 @@ def complete(
 
 
 @dataclasses.dataclass(frozen=True)
-class RunRecords:
+class RunRecords(_Store):
     """The records of a comparison of whole runs (the algorithmic and Learning to
     Execute tables, whose figures are each run's final metrics, greedy ones
     included): DIR/<problem>/<entry>/seed<k>.json, each with what it depends on
@@ -224,34 +243,29 @@ class RunRecords:
         )
 
     def path(self, problem: str, key: str, seed: int) -> str:
-        return os.path.join(self.directory, problem, key, RECORD_FILE.format(seed=seed))
+        return self._path(problem, key, seed)
+
+    def _more(self, problem: str) -> dict:
+        """What a run's figures depend on besides the run: the greedy decode's example
+        count, the data's content and, for the best checkpoint's figures, keep_best
+        (a last checkpoint's name none, as records kept before it did)."""
+        best = {"keep_best": self.keep_best} if self.keep_best else {}
+        return {"greedy_examples": self.greedy_examples, "data": self.data[problem], **best}
 
     def depends_on(self, problem: str, exp, seed: int) -> dict:
-        """A last checkpoint's figures name no keep_best (as records kept before it did)."""
-        best = {"keep_best": self.keep_best} if self.keep_best else {}
-        return _depends_on(
-            exp,
-            seed,
-            self.train_steps,
-            self.train_minutes,
-            greedy_examples=self.greedy_examples,
-            data=self.data[problem],
-            **best,
-        )
+        return self._depends_on(exp, seed, self._more(problem))
 
     def keep(self, problem: str, key: str, exp, seed: int, results: dict, trail=None) -> None:
         """Writes the run's final metrics, and its trail (`run_trail`) beside them."""
-        path = self.path(problem, key, seed)
         body = {"results": results, **(trail or {})}
-        stamp.keep(path, self.depends_on(problem, exp, seed), body)
+        self._keep(problem, key, exp, seed, self._more(problem), body)
 
     def recall(self, problem: str, key: str, exp, seed: int) -> dict | None:
         """The record of that run, {"results": final metrics, and its trail where
         it has one}, or None (none, or another's)."""
         if not self.data[problem]:  # its data is missing: no record can be its
             return None
-        wanted = self.depends_on(problem, exp, seed)
-        return _read(self.path(problem, key, seed), wanted, _body, type(exp.hparams))
+        return self._recall(problem, key, exp, seed, self._more(problem), _body)
 
 
 def run_trail(directory: str) -> dict:
