@@ -1,16 +1,14 @@
 """The custom training loop, written for tf.distribute (set-up: run_setup.py)."""
 
 import contextlib
-import math
 import os
-import time
 from collections.abc import Iterator
 
 import keras
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite import checkpoints, cli, progress, run_dir, stamp
+from t2t_lite import checkpoints, cli, run_dir, stamp
 from t2t_lite import experiment as experiment_lib
 from t2t_lite.data import batching, tfrecord
 from t2t_lite.data import problem as problem_lib
@@ -19,6 +17,7 @@ from t2t_lite.training import (
     distribution,
     evaluation,
     periodic,
+    report,
     run_setup,
     steps,
     stopping,
@@ -29,8 +28,7 @@ from t2t_lite.training.config import TrainConfig
 METRICS_FILE = run_dir.METRICS_FILE
 
 
-class NonFiniteLossError(cli.UserError):
-    """Training produced a NaN or infinite loss or gradient."""
+NonFiniteLossError = report.NonFiniteLossError
 
 
 class Trainer:
@@ -153,7 +151,7 @@ class Trainer:
         trained = run_dir.trained_seconds(self.output_dir, start_step)
         self.stop = stopping.StopConditions(self.strategy, config.train_minutes, trained)
         self.schedule = periodic.Schedule.from_config(config)
-        window = _Window(start_step, config.train_steps)
+        progress_report = report.Report(writer, start_step, config.train_steps)
         pending = []  # step outputs not yet read back to the host
         # A Python step count: reading the step variable would sync every step.
         micro_batches = range(config.accumulation_steps)
@@ -169,7 +167,9 @@ class Trainer:
                 moment = periodic.Moment(step, first=step == start_step + 1, last=last, clock=clock)
                 due = self.schedule.due(moment)
                 if periodic.LOG in due:
-                    self._log_progress(window, pending, step, writer)
+                    self.lock.heartbeat()
+                    lr, left = float(self.optimizer.learning_rate), self.stop.budget_left()
+                    progress_report.log(pending, step, lr, left, self._last_good())
                     pending = []
                 if periodic.SAVE in due:
                     self._save(step)
@@ -261,8 +261,7 @@ class Trainer:
         if not checkpoints.all_finite([*self.model.weights, *self.optimizer.variables]):
             raise NonFiniteLossError(
                 f"non-finite weights after step {step}; they were not saved. "
-                f"{self._last_good()} Try a lower learning_rate_constant, more "
-                "learning_rate_warmup_steps or clip_grad_norm."
+                f"{self._last_good()} {report.ADVICE}"
             )
         with self.stop.saving():  # a second signal now waits for the save
             self._good_checkpoint = checkpoints.save(self.manager, step)
@@ -292,40 +291,6 @@ class Trainer:
                 writer.close()
         finally:
             self.lock.release()
-
-    def _log_progress(self, window: "_Window", pending: list, step: int, writer) -> None:
-        loss_sum = sum(float(out[0]) for out in pending)
-        weight = sum(float(out[1]) for out in pending)
-        grad_norm = max(float(out[2]) for out in pending)
-        if not (math.isfinite(loss_sum) and math.isfinite(grad_norm)):
-            raise NonFiniteLossError(
-                f"non-finite loss ({loss_sum}) or gradient norm ({grad_norm}) between steps "
-                f"{window.step} and {step}; training stopped. {self._last_good()} Try a "
-                "lower learning_rate_constant, more learning_rate_warmup_steps or clip_grad_norm."
-            )
-        self.lock.heartbeat()
-        seconds, steps = window.advance(step)
-        loss = loss_sum / max(weight, 1.0)
-        lr = float(self.optimizer.learning_rate)
-        steps_per_sec, tokens_per_sec = steps / seconds, weight / seconds
-        # The model's own metrics (ACT's ponder time and loop trips), averaged over the window.
-        extra = {
-            key: sum(float(out[3][key]) for out in pending) / len(pending) for key in pending[0][3]
-        }
-        model_metrics = "".join(f" {key}={value:.4g}" for key, value in sorted(extra.items()))
-        logging.info(
-            f"step {step}: loss={loss:.4f} lr={lr:.3g} grad_norm={grad_norm:.3g} "
-            f"steps/s={steps_per_sec:.2f} tokens/s={tokens_per_sec:.0f}"
-            f"{model_metrics}{window.eta(self.stop.budget_left())}"
-        )
-        with writer.as_default(step=step):
-            tf.summary.scalar("loss", loss)
-            tf.summary.scalar("learning_rate", lr)
-            tf.summary.scalar("grad_norm", grad_norm)
-            tf.summary.scalar("steps_per_sec", steps_per_sec)
-            tf.summary.scalar("tokens_per_sec", tokens_per_sec)
-            for key, value in extra.items():
-                tf.summary.scalar(key, value)
 
     def _eval_splits(self) -> tuple[str, ...]:
         """The splits of every periodic evaluation (--eval_splits, and --keep_best's)."""
@@ -425,35 +390,6 @@ def _advance(curriculum: batching.LengthCurriculum | None, step: int) -> None:
 
 def _line(metrics: dict[str, float]) -> str:
     return ", ".join(f"{key}={value:.4g}" for key, value in metrics.items())
-
-
-class _Window:
-    """Wall time and steps since the last progress line, and the time to the end."""
-
-    def __init__(self, step: int, last_step: int):
-        self.step = step
-        self.last_step = last_step
-        self.time = time.perf_counter()
-        self.first: tuple[int, float] | None = None  # after the first (traced) step
-
-    def advance(self, step: int) -> tuple[float, int]:
-        now = time.perf_counter()
-        seconds, steps = max(now - self.time, 1e-9), step - self.step
-        self.step, self.time = step, now
-        if self.first is None:
-            self.first = (step, now)
-        return seconds, steps
-
-    def eta(self, budget_left_s: float | None = None) -> str:
-        """The time to the end as " eta=1h02m", from the rate since the first step
-        (or the time budget's end, if sooner); "" before there is a rate."""
-        measured = progress.rate(self.first, self.step, self.time, self.last_step)
-        if measured is None:
-            return ""
-        seconds = measured[1] or 0.0
-        if budget_left_s is not None:
-            seconds = min(seconds, max(budget_left_s, 0.0))
-        return f" eta={progress.duration(seconds)}"
 
 
 def past_budget(output_dir: str, step: int, train_steps: int) -> str:
