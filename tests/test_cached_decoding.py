@@ -162,7 +162,12 @@ def traced_step(model, max_length):
 # input every step and no positions (ut_length_depth_no_step_signal,
 # transformer_no_positions), relative positions (ut_relative_no_positions),
 # the state norm (adaptive_ut_state_norm), spread and coupled positions
-# (ut_spread_addition, ut_coupled), each also under ACT (adaptive_ut).
+# (ut_spread_addition, ut_coupled), each also under ACT (adaptive_ut);
+# coupled positions at every layer (transformer_coupled,
+# transformer_every_layer), spread with reverse coupling (transformer_spread,
+# transformer_coupled), and the UT's key channels and separate embeddings
+# (the attention and embedding layers of transformer_key_channels and
+# transformer_separate_embeddings, in the stack that ut checks).
 SLOW_COMBINATIONS = {
     "ut_length_depth_causal_encoder",
     "ut_length_depth_input_every_step_no_positions",
@@ -170,6 +175,10 @@ SLOW_COMBINATIONS = {
     "ut_length_depth_state_norm",
     "adaptive_ut_spread",
     "adaptive_ut_coupled",
+    "transformer_coupled_every_layer",
+    "transformer_spread_reverse",
+    "ut_key_channels",
+    "ut_separate_embeddings",
 }
 
 
