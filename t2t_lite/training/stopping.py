@@ -51,6 +51,8 @@ class StopConditions:
         self.budget_s = train_minutes * 60.0
         self.trained_seconds = trained_seconds
         self.signal_name: str | None = None
+        # Inside the context (the training loop, whose evaluations a signal cuts short).
+        self.catching = False
         self.start = time.monotonic()
         self._previous: dict = {}
         self._saving = False
@@ -59,9 +61,11 @@ class StopConditions:
         if threading.current_thread() is threading.main_thread():  # Python's rule for handlers
             for number in SIGNALS:
                 self._previous[number] = signal.signal(number, self._handle)
+        self.catching = True
         return self
 
     def __exit__(self, *exc) -> None:
+        self.catching = False
         for number, handler in self._previous.items():
             signal.signal(number, handler)
         self._previous = {}

@@ -1,8 +1,6 @@
 """The custom training loop, written for tf.distribute (set-up: run_setup.py)."""
 
-import contextlib
 import os
-from collections.abc import Iterator
 
 import keras
 import tensorflow as tf
@@ -46,7 +44,6 @@ class Trainer:
         self.data_dir = data_dir
         self.output_dir = output_dir
         self.config = config
-        self._in_loop = False  # inside train()'s loop (_training_loop)
         run = run_setup.prepare(experiment, data_dir, output_dir, config)
         self.strategy, self.chief, self.problem, self.lock = (
             run.strategy,
@@ -155,7 +152,7 @@ class Trainer:
         pending = []  # step outputs not yet read back to the host
         # A Python step count: reading the step variable would sync every step.
         micro_batches = range(config.accumulation_steps)
-        with self.stop, self._training_loop():
+        with self.stop:  # catches SIGTERM/SIGINT while the loop runs
             reason, _ = self.stop.decide()  # a budget already spent trains no step
             to_train = range(start_step + 1, config.train_steps + 1) if not reason else ()
             for step in to_train:
@@ -229,15 +226,6 @@ class Trainer:
             return
         self.best.check_metric(self._split_metrics(self.best.spec.split, max_steps=1))
 
-    @contextlib.contextmanager
-    def _training_loop(self) -> Iterator[None]:
-        """Marks the loop, whose evaluations a stop signal cuts short."""
-        self._in_loop = True
-        try:
-            yield
-        finally:
-            self._in_loop = False
-
     def _curriculum(self, step: int) -> batching.LengthCurriculum | None:
         """The length curriculum at `step` (None: no curriculum)."""
         hp = self.hp
@@ -309,7 +297,7 @@ class Trainer:
         dataset = self._eval_data[split]
         paths = self.problem.filepaths(self.data_dir, split)
         stopped = None
-        if self._in_loop and not distribution.is_multi_worker(self.strategy):
+        if self.stop.catching and not distribution.is_multi_worker(self.strategy):
             stopped = lambda: self.stop.signal_name is not None
         steps.trace_for_every_shape(self._eval_step, dataset.element_spec)
         metrics = evaluation.evaluate(self._eval_step, dataset, paths, max_steps, stopped)
