@@ -56,7 +56,7 @@ _swept: set[str] = set()  # directories whose leftovers this process removed
 def temporary_name(path: str) -> str:
     """<path>.incomplete-<owner_tag><n>: a name no other writer (process, host or
     thread) uses, for one write of `path`."""
-    return f"{path}{INCOMPLETE}{owner_tag()}{next(_temporaries)}"
+    return f"{incomplete_name(path)}{next(_temporaries)}"
 
 
 def incomplete_name(path: str, hidden: bool = False) -> str:

@@ -33,11 +33,9 @@ from t2t_lite.data import problem as problem_lib
 
 EXPERIMENT_FILE = experiment.EXPERIMENT_FILE
 METRICS_FILE = "metrics.json"
-# metrics.json's and metrics_best.json's entries besides each split's figures
-# and their depends_on (stamp.DEPENDS_ON).
-METRICS_BOOKKEEPING = ("step", "stopped_by", "selected_by")
 # Where metrics files written before `stamp`'s form kept their depends_on.
 LEGACY_METRICS_SOURCE = "source"
+METRICS_KIND = "a valid metrics file"  # a damaged one's error: "<path>: not a valid metrics file"
 LOCK_FILE = run_lock.LOCK_FILE
 AVERAGED_DIR = "averaged"
 BEST_DIR = "best"
@@ -65,7 +63,7 @@ def metrics_depend_on(
 def read_metrics(path: str) -> tuple[dict, dict] | None:
     """(depends_on, figures) of a metrics file (None: none there; depends_on {} for
     one written before it named its source); a damaged one is a ValueError."""
-    return stamp.read(path, _legacy_metrics)
+    return stamp.read(path, _legacy_metrics, kind=METRICS_KIND)
 
 
 def _legacy_metrics(old: dict) -> tuple[dict, dict]:

@@ -93,11 +93,14 @@ def digest(depends_on: Mapping) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def read(path: str, legacy: Legacy | None = None) -> tuple[dict, dict] | None:
+def read(
+    path: str, legacy: Legacy | None = None, kind: str = "a kept result"
+) -> tuple[dict, dict] | None:
     """(depends_on, body) of the kept result at `path`; None where there is none.
 
     A file of an older form is read through `legacy`; a file that is neither
-    (damaged, or not a kept result) is a ValueError naming it.
+    (damaged, or not a kept result) is a ValueError naming it: "<path>: not
+    <kind> (why)".
     """
     if not tf.io.gfile.exists(path):
         return None
@@ -112,9 +115,9 @@ def read(path: str, legacy: Legacy | None = None) -> tuple[dict, dict] | None:
             return depends_on, data
         old = legacy(data) if legacy is not None else None
     except (AttributeError, KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"{path}: not a kept result ({err})") from None
+        raise ValueError(f"{path}: not {kind} ({err})") from None
     if old is None:
-        raise ValueError(f"{path}: not a kept result (it has no {DEPENDS_ON})")
+        raise ValueError(f"{path}: not {kind} (it has no {DEPENDS_ON})")
     return old
 
 

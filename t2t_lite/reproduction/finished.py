@@ -51,11 +51,11 @@ def _figures(path: str, problem, data_dir: str, config, keep_best: str) -> tuple
     """(step, stopped_by, figures) of a metrics file that depends on what
     config's data dir, seed, budget and `keep_best` give now; None if absent or
     stale (ValueError if made with other flags)."""
+    found = run_dir_lib.read_metrics(path)  # a damaged file: ValueError naming it
+    if found is None:
+        return None
+    kept, metrics = found
     try:
-        found = run_dir_lib.read_metrics(path)
-        if found is None:
-            return None
-        kept, metrics = found
         step = metrics.pop("step", None)
         stopped_by = metrics.pop("stopped_by", None)
         if not isinstance(step, int | None):
@@ -66,9 +66,8 @@ def _figures(path: str, problem, data_dir: str, config, keep_best: str) -> tuple
                 and all(v is None or isinstance(v, int | float) for v in figures.values())
             ):
                 raise TypeError(f"{split} is not an object of numbers")
-    except (AttributeError, TypeError, ValueError) as err:
-        reason = str(err).removeprefix(f"{path}: not a kept result ")
-        raise ValueError(f"{path}: not a valid metrics file ({reason.strip('()')})") from None
+    except (AttributeError, TypeError) as err:
+        raise ValueError(f"{path}: not {run_dir_lib.METRICS_KIND} ({err})") from None
     if not kept:  # written before metrics.json named its source: evaluate again
         logging.info("%s names no data_dir; evaluating its checkpoint on %s.", path, data_dir)
         return None

@@ -34,6 +34,7 @@ from t2t_lite.reproduction.translation import ROWS, Figures, Row, trained_steps
 from t2t_lite.visualization import curves
 
 RECORD_FILE = "seed{seed}.json"
+RECORD_KIND = "a t2t-compare record"  # a damaged one's error: "<path>: not a t2t-compare record"
 
 
 def _read(path: str, wanted: dict, parse, hparams_class: type):
@@ -41,12 +42,7 @@ def _read(path: str, wanted: dict, parse, hparams_class: type):
     `wanted` (its hparams completed with keys added since it was written); None
     where there is none or it differs (logged: in what). A damaged record is a
     ValueError naming it."""
-    try:
-        found = stamp.read(path)
-    except ValueError as err:
-        raise ValueError(
-            str(err).replace("not a kept result", "not a t2t-compare record")
-        ) from None
+    found = stamp.read(path, kind=RECORD_KIND)
     if found is None:
         return None
     kept, record = found
@@ -55,7 +51,7 @@ def _read(path: str, wanted: dict, parse, hparams_class: type):
         kept["experiment"]["hparams"] = hparams_lib.complete(hparams_class, kept_hparams)
         figures = parse(record)
     except (AttributeError, KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"{path}: not a t2t-compare record ({err})") from None
+        raise ValueError(f"{path}: not {RECORD_KIND} ({err})") from None
     differs = stamp.differs(kept, wanted)
     if differs:
         logging.info("%s: not used; its %s differ from this table's.", path, ", ".join(differs))
