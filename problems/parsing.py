@@ -20,7 +20,8 @@ Each tree is preprocessed (trees.preprocess: empty elements, function tags
 and the wrapper removed); the source is its words, the target its
 linearized tree (trees.linearize), with part-of-speech tags kept
 (`parsing_from_files`, `parsing_english_ptb`) or all `XX` as in Vinyals et
-al. 2015 (`parsing_from_files_xx`). The vocabulary is one token per word
+al. 2015 (`parsing_from_files_xx`), or as the words themselves
+(`parsing_from_files_words`; the output's tags are `XX`). The vocabulary is one token per word
 (brackets and labels whole): every symbol of the training targets and the
 most frequent training words up to --vocab_size (16,000 by default, the
 paper's), other words read as `[UNK]`. t2t-datagen also writes each
@@ -220,7 +221,10 @@ class ParsingProblem(text_problem.Text2TextProblem):
         if not words:
             return ""
         symbols = [
-            trees.NORMALIZED_TAG if symbol == subword.UNK else symbol for symbol in text.split()
+            trees.NORMALIZED_TAG
+            if symbol == subword.UNK or (self.pos == "word" and not symbol.startswith(("(", ")")))
+            else symbol
+            for symbol in text.split()
         ]
         return trees.output_line(trees.repair(symbols, words))
 
@@ -240,3 +244,11 @@ class ParsingFromFilesXX(ParsingProblem):
     """Every tag written as XX (Vinyals et al. 2015): the model learns brackets only."""
 
     pos = "normalize"
+
+
+@problem.register("parsing_from_files_words")
+class ParsingFromFilesWords(ParsingProblem):
+    """Every preterminal written as its word: the decoder reads the sentence as it
+    writes the tree's brackets, and tags are not predicted (XX in the output)."""
+
+    pos = "word"

@@ -62,12 +62,21 @@ def test_linearized_trees_keep_or_normalize_tags_and_repair_back_exactly():
     t = trees.preprocess(tree("(S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. .))"))
     assert trees.linearize(t) == "(S (NP DT NN )NP (VP VBZ )VP . )S"
     assert trees.linearize(t, "normalize") == "(S (NP XX XX )NP (VP XX )VP XX )S"
+    assert trees.linearize(t, "word") == "(S (NP The dog )NP (VP barks )VP . )S"
     assert trees.repair(trees.linearize(t).split(), t.words()) == t
     with pytest.raises(ValueError, match="pos must be one of"):
         trees.linearize(t, "drop")
 
 
 WORDS = ["The", "dog", "barks", "."]
+
+
+def test_a_words_target_decodes_to_a_tree_tagged_xx_over_the_input_words():
+    from t2t_lite.data import problem
+
+    # The decoder wrote one word wrong and one unknown: the tree takes the input's.
+    line = problem.get("parsing_from_files_words").output_line("The dog barks .", "(S (NP The cat )NP (VP [UNK] )VP . )S")
+    assert line == "(TOP (S (NP (XX The) (XX dog)) (VP (XX barks)) (XX .)))"
 
 
 @pytest.mark.parametrize(

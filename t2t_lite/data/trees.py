@@ -10,7 +10,7 @@ label is the word's part-of-speech tag.
 The linearized form (Vinyals et al. 2015, "Grammar as a foreign language",
 which the Transformer paper follows for parsing) writes a tree depth-first as
 whitespace-separated symbols: `(X` opens constituent X, `)X` closes it, and
-each word is its tag (or `XX` when tags are normalized):
+each word is its tag (or `XX` when tags are normalized, or the word itself):
 
     (S (NP (NNP Pierre) (NNP Vinken)) (VP (VBZ sleeps)) (. .))
     -> (S (NP NNP NNP )NP (VP VBZ )VP . )S
@@ -30,7 +30,10 @@ NORMALIZED_TAG = "XX"
 REPAIR_ROOT = "S"
 # The wrapper written around every output tree (EVALB's COLLINS.prm deletes it).
 OUTPUT_ROOT = "TOP"
-POS_MODES = ("keep", "normalize")
+# How a linearized tree writes a word: its tag ("keep"), XX ("normalize"), or
+# the word itself ("word": the decoder reads the sentence as it writes the
+# tree, so where it stands in the input is never counted).
+POS_MODES = ("keep", "normalize", "word")
 
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
 
@@ -167,7 +170,7 @@ def linearize(tree: Tree, pos: str = "keep") -> str:
 
     def walk(node: Tree) -> None:
         if node.is_preterminal:
-            symbols.append(node.label if pos == "keep" else NORMALIZED_TAG)
+            symbols.append({"keep": node.label, "word": node.word}.get(pos, NORMALIZED_TAG))
             return
         symbols.append("(" + node.label)
         for child in node.children:

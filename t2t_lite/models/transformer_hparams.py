@@ -424,3 +424,19 @@ def transformer_parsing_cpu() -> TransformerHParams:
         batch_size=2048,
         length_bucket_step=2.0,
     )
+
+
+@registry.HPARAMS.register("transformer_parsing_small")
+def transformer_parsing_small() -> TransformerHParams:
+    """The parsing recipe for a small treebank on a CPU: transformer_parsing's
+    4 layers at d=256 (ff 1024, h=8), the paper's dropout 0.3 and label
+    smoothing 0.1, warmup 1,000, 2,048-token batches (docs/parsing.md)."""
+    return dataclasses.replace(
+        transformer_parsing(),
+        hidden_size=256,
+        filter_size=1024,
+        num_heads=8,
+        learning_rate_warmup_steps=1000,
+        batch_size=2048,
+        length_bucket_step=2.0,
+    )
