@@ -19,7 +19,8 @@ import struct
 from collections.abc import Iterator
 
 import tensorflow as tf
-from absl import logging
+
+from t2t_lite import files
 
 MO_MAGIC = 0x950412DE
 CONTEXT_SEPARATOR = "\x04"
@@ -37,25 +38,9 @@ class Entry:
 
 
 def find_catalogs(directory: str) -> list[str]:
-    """Every .mo and .po file under `directory`, sorted. On the local disk a
-    folder reached again through a link (a link loop, or two links to one
-    folder) is read once, with a warning."""
-    found = []
-    seen = {os.path.realpath(directory)} if "://" not in directory else set()
-    for folder, subfolders, names in tf.io.gfile.walk(directory):
-        if "://" not in folder:  # a link loop would be walked until the path is too long
-            kept = []
-            for name in subfolders:
-                real = os.path.realpath(os.path.join(folder, name))
-                if real in seen:
-                    link = os.path.join(folder, name)
-                    logging.warning("%s: a link to a folder already read; skipped.", link)
-                    continue
-                seen.add(real)
-                kept.append(name)
-            subfolders[:] = kept  # walk is top-down: only these are entered
-        found += [os.path.join(folder, n) for n in names if n.endswith((".mo", ".po"))]
-    return sorted(found)
+    """Every .mo and .po file under `directory`, sorted (a folder reached again
+    through a link read once: files.files_under)."""
+    return files.files_under(directory, lambda name: name.endswith((".mo", ".po")))
 
 
 def language_of(path: str, header: dict[str, str] | None = None) -> str:

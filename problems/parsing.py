@@ -48,16 +48,12 @@ TREE_SUFFIX = ".mrg"
 
 
 def tree_files(paths: list[str], flag: str) -> list[str]:
-    """The files named, and the .mrg files under the folders named (recursively), sorted."""
+    """The files named, and the .mrg files under the folders named (recursively,
+    a folder reached again through a link read once), each file once."""
     found = []
     for path in paths:
         if tf.io.gfile.isdir(path):
-            inside = sorted(
-                os.path.join(folder, name)
-                for folder, _, names in tf.io.gfile.walk(path)
-                for name in names
-                if name.lower().endswith(TREE_SUFFIX)
-            )
+            inside = files.files_under(path, lambda name: name.lower().endswith(TREE_SUFFIX))
             if not inside:
                 raise ValueError(f"{flag}: the folder {path} holds no {TREE_SUFFIX} file")
             found += inside
@@ -65,7 +61,26 @@ def tree_files(paths: list[str], flag: str) -> list[str]:
             found.append(path)
         else:
             raise ValueError(f"{flag}: {path} does not exist")
-    return found
+    kept = list(dict.fromkeys(files.absolute(p) for p in found))
+    if len(kept) < len(found):
+        logging.warning(
+            "%s: %d file(s) named more than once; each read once.", flag, len(found) - len(kept)
+        )
+    return kept
+
+
+def refuse_shared_files(chosen: dict[str, list[str]]) -> None:
+    """A file in two splits (dev or test files that are also training files)
+    would score a model on what it trained on: refused, naming the file."""
+    owner = {}
+    for split, paths in chosen.items():
+        for path in paths:
+            if path in owner:
+                raise ValueError(
+                    f"--{split}_files: {path} is also one of the {owner[path]} files; "
+                    "each treebank file may be in one split only"
+                )
+            owner[path] = split
 
 
 def split_files(train: list[str]) -> tuple[dict[str, list[str]], str]:
@@ -124,6 +139,11 @@ class ParsingProblem(text_problem.Text2TextProblem):
     ) -> None:
         if not train_files:
             raise ValueError(f"problem {self.name!r} needs --train_files (treebank files)")
+        if vocab_size < 0:
+            raise ValueError(
+                f"--vocab_size must be 0 (the problem's {self.vocab_target_size:,}) or more, "
+                f"not {vocab_size}"
+            )
         train = tree_files(train_files, "--train_files")
         if dev_files or test_files:
             if not dev_files or not test_files:
@@ -137,6 +157,7 @@ class ParsingProblem(text_problem.Text2TextProblem):
                 "test": tree_files(test_files, "--test_files"),
             }
             how = "as named"
+            refuse_shared_files(chosen)
         else:
             chosen, how = split_files(train)
         logging.info(
@@ -145,7 +166,7 @@ class ParsingProblem(text_problem.Text2TextProblem):
             how,
             ", ".join(f"{split} {len(paths)} file(s)" for split, paths in chosen.items()),
         )
-        config = {split: [files.absolute(p) for p in paths] for split, paths in chosen.items()}
+        config = {split: list(paths) for split, paths in chosen.items()}
         config["split"] = how
         config["vocab_size"] = vocab_size or self.vocab_target_size
         files.write_atomically(self.config_path(data_dir), json.dumps(config, indent=2))
@@ -205,7 +226,13 @@ class ParsingProblem(text_problem.Text2TextProblem):
         words = collections.Counter(w for line in lines[0::2] for w in line.split())
         reserved = list(subword.RESERVED)
         tokens = reserved + [s for s, _ in symbols.most_common() if s not in reserved]
-        room = max(0, self.vocab_target_size - len(tokens))
+        room = self.vocab_target_size - len(tokens)
+        if room <= 0 and words:
+            raise ValueError(
+                f"--vocab_size={self.vocab_target_size} leaves no room for a word: the "
+                f"training trees' symbols alone are {len(tokens)} tokens (0 keeps the "
+                f"default, {type(self).vocab_target_size:,})"
+            )
         known = set(tokens)
         tokens += [w for w, _ in words.most_common() if w not in known][:room]
         return tokens

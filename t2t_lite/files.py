@@ -309,11 +309,50 @@ def score_aligned(first: tuple[str, str], second: tuple[str, str], score):
 
 
 def read_text(path: str) -> str:
-    """A whole UTF-8 file through tf.io.gfile; FileNotFoundError names a missing one."""
+    """A whole UTF-8 file through tf.io.gfile, a leading byte-order mark dropped.
+
+    FileNotFoundError names a missing file; ValueError names a directory, and
+    the file and line of bytes that are not UTF-8 or of a NUL byte.
+    """
+    if tf.io.gfile.isdir(path):
+        raise ValueError(f"{path}: a directory, not a file")
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"{path}: no such file")
     with tf.io.gfile.GFile(path, "rb") as f:
-        return f.read().decode("utf-8")
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        raise ValueError(f"{path}:{line}: not valid UTF-8 ({err.reason})") from None
+    if (nul := text.find("\x00")) >= 0:
+        line = text.count("\n", 0, nul) + 1
+        raise ValueError(f"{path}:{line}: holds a NUL byte; expected text")
+    return text.removeprefix("\ufeff")
+
+
+def files_under(directory: str, wanted) -> list[str]:
+    """Every file under `directory` whose name `wanted(name)` accepts, sorted.
+
+    On the local disk a folder reached again through a link (a link loop, or
+    two links to one folder) is read once, with a warning.
+    """
+    found = []
+    seen = {os.path.realpath(directory)} if "://" not in directory else set()
+    for folder, subfolders, names in tf.io.gfile.walk(directory):
+        if "://" not in folder:  # a link loop would be walked until the path is too long
+            kept = []
+            for name in subfolders:
+                real = os.path.realpath(os.path.join(folder, name))
+                if real in seen:
+                    link = os.path.join(folder, name)
+                    logging.warning("%s: a link to a folder already read; skipped.", link)
+                    continue
+                seen.add(real)
+                kept.append(name)
+            subfolders[:] = kept  # walk is top-down: only these are entered
+        found += [os.path.join(folder, name) for name in names if wanted(name)]
+    return sorted(found)
 
 
 def scheme(path: str) -> str:

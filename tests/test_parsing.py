@@ -51,6 +51,14 @@ def test_mrg_trees_are_read_with_their_lines_and_preprocessed_as_the_standard_sa
         ("(S (NN a b))", "t.mrg:1: tree 1: (NN a b ...) has more than one word"),
         ("(S\n (NP ))", "t.mrg:2: tree 1: the bracket (NP ...) holds nothing"),
         ("(S (NN a) b)", "t.mrg:1: tree 1: the word 'b' follows a bracket inside (S ...)"),
+        # A word before child brackets: refused, not read as (S hello) without them.
+        (
+            "( (S hello (NP (NN x) (NN y)) (VP (VB z)) ) )",
+            "t.mrg:1: tree 1: the word 'hello' comes before brackets inside (S ...)",
+        ),
+        ("\n" + "(A " * 201 + "(NN x)" + ")" * 201, "t.mrg:2: tree 1 is nested deeper than 200"),
+        # A word of 3,000 characters is quoted cut to 40.
+        (f"(S (NN a)) {'D' * 3000}", f"the word '{'D' * 40}...(3,000 characters)' is outside"),
     ],
 )
 def test_malformed_treebank_text_is_refused_naming_file_line_and_tree(text, message):
@@ -75,7 +83,9 @@ def test_a_words_target_decodes_to_a_tree_tagged_xx_over_the_input_words():
     from t2t_lite.data import problem
 
     # The decoder wrote one word wrong and one unknown: the tree takes the input's.
-    line = problem.get("parsing_from_files_words").output_line("The dog barks .", "(S (NP The cat )NP (VP [UNK] )VP . )S")
+    line = problem.get("parsing_from_files_words").output_line(
+        "The dog barks .", "(S (NP The cat )NP (VP [UNK] )VP . )S"
+    )
     assert line == "(TOP (S (NP (XX The) (XX dog)) (VP (XX barks)) (XX .)))"
 
 
@@ -190,7 +200,10 @@ def test_t2t_evalb_prints_one_json_line_and_refuses_unequal_files(tmp_path):
 def write_treebank(folder, names_and_trees):
     os.makedirs(folder, exist_ok=True)
     for name, text in names_and_trees.items():
-        (folder / name).write_text(text)
+        if isinstance(text, bytes):
+            (folder / name).write_bytes(text)
+        else:
+            (folder / name).write_text(text)
 
 
 SENTENCES = [
@@ -259,11 +272,17 @@ def test_datagen_writes_whole_symbol_tokens_and_the_gold_files(tmp_path):
         ("( (S (NN a) )\n", "bad.mrg:1: tree 1 is not closed"),
         ("", "bad.mrg: holds no tree"),
         ("(S (NN a))\n( (S (-NONE- *T*)))\n", "bad.mrg:2: tree 2 has no words"),
+        # The user's file is named, with the line, not a file datagen wrote.
+        (b"(S (NN a))\n(S (NN b\x00c))\n", "bad.mrg:2: holds a NUL byte"),
+        (b"(S (NN a))\n\n(S (NN caf\xe9))\n", "bad.mrg:3: not valid UTF-8"),
     ],
 )
 def test_bad_treebank_files_get_one_line_and_leave_no_data(tmp_path, text, message):
     bank = tmp_path / "bank"
-    write_treebank(bank, {"good.mrg": f"{SENTENCES[0]}\n", "bad.mrg": text})
+    write_treebank(
+        bank,
+        {"good.mrg": f"{SENTENCES[0]}\n", "good2.mrg": f"{SENTENCES[1]}\n", "bad.mrg": text},
+    )
     data = tmp_path / "data"
     done = run_binary(
         "t2t-datagen",
@@ -271,7 +290,7 @@ def test_bad_treebank_files_get_one_line_and_leave_no_data(tmp_path, text, messa
         f"--data_dir={data}",
         f"--train_files={bank / 'good.mrg'}",
         f"--dev_files={bank / 'bad.mrg'}",
-        f"--test_files={bank / 'good.mrg'}",
+        f"--test_files={bank / 'good2.mrg'}",
     )
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert message in done.stderr.strip().splitlines()[-1]
@@ -372,3 +391,70 @@ def test_the_parsing_table_scores_each_run_by_evalb_and_keeps_the_scores(tmp_pat
     assert len(decoded) == 2  # both seeds' runs
     kept = json.loads((out / "seed1" / "parsing_from_files" / key / "parse_dev.json").read_text())
     assert kept["depends_on"]["decode_hparams"]["beam_size"] == 1
+
+
+def test_treebank_files_are_each_read_once_and_a_byte_order_mark_is_no_word(tmp_path):
+    from t2t_lite.problems import datagen
+
+    bank = tmp_path / "bank"
+    write_treebank(
+        bank / "loop",
+        {"a.mrg": "\ufeff" + "\n".join(SENTENCES[:2]), "dev.mrg": SENTENCES[2]},
+    )
+    write_treebank(bank, {"test.mrg": SENTENCES[0]})
+    os.symlink("..", bank / "loop" / "up")  # a link loop under the folder
+    counts = datagen.generate(
+        "parsing_from_files",
+        str(tmp_path / "data"),
+        # a.mrg named twice, and again inside the folder (through the loop too).
+        train_files=[str(bank / "loop" / "a.mrg"), str(bank / "loop" / "a.mrg")],
+        dev_files=[str(bank / "loop" / "dev.mrg")],
+        test_files=[str(bank / "test.mrg")],
+    )
+    assert counts == {"train": 2, "dev": 1, "test": 1}
+    with pytest.raises(ValueError, match=r"--dev_files: .*a\.mrg is also one of the train files"):
+        datagen.generate(
+            "parsing_from_files",
+            str(tmp_path / "data2"),
+            train_files=[str(bank / "loop")],
+            dev_files=[str(bank / "loop" / "a.mrg")],
+            test_files=[str(bank / "test.mrg")],
+        )
+
+
+@pytest.mark.parametrize(
+    ("vocab_size", "message"),
+    [(-5, "--vocab_size must be 0"), (1, "--vocab_size=1 leaves no room for a word")],
+)
+def test_a_vocabulary_size_that_leaves_no_word_is_refused(tmp_path, vocab_size, message):
+    from t2t_lite.problems import datagen
+
+    bank = tmp_path / "bank"
+    write_treebank(bank, {f"{name}.mrg": tree for name, tree in zip("abc", SENTENCES)})
+    with pytest.raises(ValueError, match=message):
+        datagen.generate(
+            "parsing_from_files",
+            str(tmp_path / "data"),
+            train_files=[str(bank / "a.mrg")],
+            dev_files=[str(bank / "b.mrg")],
+            test_files=[str(bank / "c.mrg")],
+            vocab_size=vocab_size,
+        )
+
+
+def test_an_input_holding_brackets_decodes_to_a_tree_that_reads_back():
+    from t2t_lite.data import problem
+
+    source = "the ( board ) will a(b ."
+    line = problem.get("parsing_from_files").output_line(source, "(S DT ( NN ) MD NN . )S")
+    [(read, _)] = trees.read_trees(line, "decoded")
+    assert trees.preprocess(read).words() == [
+        "the",
+        "-LRB-",
+        "board",
+        "-RRB-",
+        "will",
+        "a-LRB-b",
+        ".",
+    ]
+    assert evalb.score_lines([line], [line])["f1"] == 100.0

@@ -34,12 +34,33 @@ OUTPUT_ROOT = "TOP"
 # the word itself ("word": the decoder reads the sentence as it writes the
 # tree, so where it stands in the input is never counted).
 POS_MODES = ("keep", "normalize", "word")
+# The deepest nesting a tree may have: the WSJ's deepest trees are about 40
+# levels; the recursive walks below stay far inside Python's recursion limit.
+MAX_DEPTH = 200
+# Words quoted in an error message are cut to this many characters.
+QUOTED_CHARACTERS = 40
 
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
 
 
 class TreeError(ValueError):
     """A bracketed text that is not a tree; the message names file, line and tree."""
+
+
+def escaped(token: str) -> str:
+    """A word or label with its brackets written as the treebank's -LRB- / -RRB-."""
+    return token.replace("(", "-LRB-").replace(")", "-RRB-")
+
+
+def _cut(token: str) -> str:
+    """A word or label as an error message shows it, cut to QUOTED_CHARACTERS."""
+    if len(token) <= QUOTED_CHARACTERS:
+        return token
+    return f"{token[:QUOTED_CHARACTERS]}...({len(token):,} characters)"
+
+
+def _quoted(token: str) -> str:
+    return repr(_cut(token))
 
 
 @dataclasses.dataclass
@@ -66,11 +87,13 @@ class Tree:
         return [leaf.label for leaf in self.preterminals()]
 
     def bracketed(self) -> str:
-        """The tree on one line: `(S (NP (NNP Pierre)) ...)`."""
+        """The tree on one line: `(S (NP (NNP Pierre)) ...)`; a bracket inside a
+        word or label is written as the treebank writes it (`-LRB-`, `-RRB-`),
+        so that the line reads back as the same tree."""
         if self.is_preterminal:
-            return f"({self.label} {self.word})"
+            return f"({escaped(self.label)} {escaped(self.word)})"
         inside = " ".join(child.bracketed() for child in self.children)
-        return f"({self.label} {inside})" if self.label else f"( {inside})"
+        return f"({escaped(self.label)} {inside})" if self.label else f"( {inside})"
 
 
 def read_trees(text: str, source: str) -> Iterator[tuple[Tree, int]]:
@@ -78,7 +101,9 @@ def read_trees(text: str, source: str) -> Iterator[tuple[Tree, int]]:
 
     Raises TreeError naming `source`, the line and the tree's number for an
     unclosed tree, a ")" that closes nothing, a word outside any bracket, a
-    bracket with a label and more than one word, or a text with no tree.
+    bracket with a label and more than one word, a word beside child brackets
+    (before or after them), a tree nested deeper than MAX_DEPTH, or a text
+    with no tree.
     """
     count = 0
     stack: list[Tree] = []
@@ -93,6 +118,14 @@ def read_trees(text: str, source: str) -> Iterator[tuple[Tree, int]]:
         if token == "(":
             if not stack:
                 start_line = line
+            elif stack[-1].word is not None:
+                node = stack[-1]
+                raise TreeError(
+                    f"{where}: the word {_quoted(node.word)} comes before brackets "
+                    f"inside ({_cut(node.label)} ...)"
+                )
+            elif len(stack) >= MAX_DEPTH:
+                raise TreeError(f"{where} is nested deeper than {MAX_DEPTH} levels")
             stack.append(Tree(""))
             continue
         if token == ")":
@@ -100,7 +133,7 @@ def read_trees(text: str, source: str) -> Iterator[tuple[Tree, int]]:
                 raise TreeError(f"{source}:{line}: a ')' after tree {count} closes no bracket")
             node = stack.pop()
             if not node.children and node.word is None:
-                raise TreeError(f"{where}: the bracket ({node.label} ...) holds nothing")
+                raise TreeError(f"{where}: the bracket ({_cut(node.label)} ...) holds nothing")
             if stack:
                 stack[-1].children.append(node)
             else:
@@ -108,20 +141,23 @@ def read_trees(text: str, source: str) -> Iterator[tuple[Tree, int]]:
                 yield node, start_line
             continue
         if not stack:
-            raise TreeError(f"{where}: the word {token!r} is outside any bracket")
+            raise TreeError(f"{where}: the word {_quoted(token)} is outside any bracket")
         node = stack[-1]
         if match.start() and text[match.start() - 1] == "(":  # right after "(": a label
             node.label = token
         elif node.children:
             raise TreeError(
-                f"{where}: the word {token!r} follows a bracket inside ({node.label} ...)"
+                f"{where}: the word {_quoted(token)} follows a bracket inside ({_cut(node.label)} ...)"
             )
         elif node.word is not None:
             raise TreeError(
-                f"{where}: ({node.label} {node.word} {token} ...) has more than one word"
+                f"{where}: ({_cut(node.label)} {_cut(node.word)} {_cut(token)} ...) "
+                "has more than one word"
             )
         elif not node.label:
-            raise TreeError(f"{where}: the word {token!r} has no tag (a bracket with no label)")
+            raise TreeError(
+                f"{where}: the word {_quoted(token)} has no tag (a bracket with no label)"
+            )
         else:
             node.word = token
     if stack:
@@ -188,7 +224,7 @@ def repair(symbols: list[str], words: list[str]) -> Tree:
     `(X` opens X; `)X` (any label) or `)` closes the innermost open one and is
     dropped when none is open; any other symbol is a preterminal whose tag is
     the symbol and whose word is the next input word, dropped when every word
-    is placed. Words left over at the end are appended, tagged `XX`, to the
+    is placed. An open past MAX_DEPTH is dropped. Words left over at the end are appended, tagged `XX`, to the
     outermost open constituent (or the root). Open constituents are closed at
     the end, constituents that hold no word are removed, and several top-level
     pieces (or none) are put under one `S`. The result is wrapped in `(TOP ...)`
@@ -196,14 +232,19 @@ def repair(symbols: list[str], words: list[str]) -> Tree:
     """
     root = Tree("")
     stack = [root]
-    placed = 0
+    placed = dropped = 0
     for symbol in symbols:
         if symbol.startswith("(") and len(symbol) > 1:
+            if len(stack) > MAX_DEPTH:  # deeper than any tree: dropped with its close
+                dropped += 1
+                continue
             node = Tree(symbol[1:])
             stack[-1].children.append(node)
             stack.append(node)
         elif symbol.startswith(")"):
-            if len(stack) > 1:
+            if dropped:
+                dropped -= 1
+            elif len(stack) > 1:
                 stack.pop()
         elif placed < len(words):
             stack[-1].children.append(Tree(symbol, word=words[placed]))
