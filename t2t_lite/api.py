@@ -21,8 +21,10 @@ metrics; a run resumes where it stopped. `Run.decode` takes t2t-decode's
 """
 
 import os
+import typing
 
 from t2t_lite import experiment, run_dir
+from t2t_lite import hparams as hparams_lib
 from t2t_lite.decoding import decoder as decoder_lib
 from t2t_lite.decoding import runner
 from t2t_lite.training import averaging, trainer
@@ -47,8 +49,67 @@ def train(
     config: TrainConfig's fields (a misspelt one is a TypeError naming it).
     The data is generated into data_dir first when it has none.
     """
+    for name, value in {
+        "problem": problem,
+        "model": model,
+        "hparams_set": hparams_set,
+        "data_dir": data_dir,
+        "output_dir": output_dir,
+        "hparams": hparams,
+    }.items():
+        _check_type(name, value, str)
+    fields = typing.get_type_hints(TrainConfig)
+    for name, value in config.items():
+        if name in fields:  # a misspelt name: TrainConfig's TypeError names it
+            _check_type(name, value, typing.get_origin(fields[name]) or fields[name])
     exp = experiment.Experiment.resolve(model, problem, hparams_set, hparams)
     return trainer.train(exp, data_dir, output_dir, TrainConfig(**config))
+
+
+def _check_type(name: str, value, expected: type) -> None:
+    """TypeError naming the argument when `value` is not an `expected` (an int
+    is taken where a float is expected; a bool is not an int)."""
+    fits = isinstance(value, expected) and not (expected is int and isinstance(value, bool))
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        fits = True
+    if not fits:
+        raise TypeError(f"{name} must be {expected.__name__}, not {type(value).__name__} {value!r}")
+
+
+def _lines(lines) -> list[str]:
+    """The lines argument as a list of strings: any iterable of str (read
+    once); one string is refused, since iterating it would decode each of
+    its characters as a line."""
+    if isinstance(lines, str | bytes):
+        raise TypeError(
+            f"lines must be a list of strings, not one {type(lines).__name__}; "
+            "for one line, pass [line]"
+        )
+    try:
+        lines = list(lines)
+    except TypeError:
+        raise TypeError(f"lines must be a list of strings, not {type(lines).__name__}") from None
+    for number, line in enumerate(lines):
+        if not isinstance(line, str):
+            raise TypeError(f"lines[{number}] must be str, not {type(line).__name__} {line!r}")
+    return lines
+
+
+def _decode_settings(search: str, keywords: dict) -> "decoder_lib.DecodeHParams":
+    """search (a preset or --decode_hparams text), then each keyword on its own:
+    a typed value as it is, a string value cast to the setting's type (one
+    value: a ',' or '=' in it would set other settings, and is refused)."""
+    _check_type("search", search, str)
+    hp = decoder_lib.decode_hparams(search)
+    typed = {}
+    for key, value in keywords.items():
+        if isinstance(value, str):
+            if "," in value or "=" in value:
+                raise ValueError(f"{key}={value!r}: expected one value, without ',' or '='")
+            hp = hparams_lib.override(hp, f"{key}={value}")
+        else:
+            typed[key] = value
+    return hparams_lib.override(hp, typed)
 
 
 class Run:
@@ -63,23 +124,21 @@ class Run:
         """Each line decoded as t2t-decode writes it (the best hypothesis, or
         every beam tab-separated with return_beams=True).
 
+        lines: a list (or any iterable) of strings; one string is a TypeError.
         search: a preset's name or t2t-decode's --decode_hparams text, applied
-        first; then the keywords (e.g. beam_size=4, alpha=0.6). A line the
-        problem cannot encode is a ValueError naming it.
+        first; then the keywords (e.g. beam_size=4, alpha=0.6), each checked on
+        its own. A line the problem cannot encode is a ValueError naming it.
         """
-        hp = decoder_lib.decode_hparams(search)
-        if decode_hparams:
-            hp = decoder_lib.decode_hparams(
-                ",".join(f"{key}={value}" for key, value in decode_hparams.items()), hp
-            )
+        lines = _lines(lines)
+        hp = _decode_settings(search, decode_hparams)
         if hp not in self._decoders:  # one traced search per setting
             self._decoders[hp] = decoder_lib.Decoder(self.model, hp)
         decoder = self._decoders[hp]
-        inputs, errors = runner.encode_lines(self.problem, list(lines), "lines")
+        inputs, errors = runner.encode_lines(self.problem, lines, "lines")
         if errors:
             raise ValueError(errors[0])
         outputs = decoder.decode_ids(inputs, "lines")
-        return runner.format_outputs(self.problem, outputs, hp, list(lines))
+        return runner.format_outputs(self.problem, outputs, hp, lines)
 
     translate = decode  # the same call, by the name translation users look for
 

@@ -37,6 +37,43 @@ def test_a_loaded_run_decodes_strings_as_t2t_decode_writes_a_file(copy_run, tmp_
         api.load(run, checkpoint="best")  # trained without --keep_best
 
 
+def test_the_apis_arguments_are_checked_each_on_its_own(copy_run, tmp_path):
+    _, run = copy_run
+    loaded = api.load(run)
+    lines = ["1 2 3", "3 0"]
+    # One string would decode each character as a line: refused, naming the argument.
+    with pytest.raises(TypeError, match="lines must be a list of strings, not one str"):
+        loaded.decode("1 0 1")
+    with pytest.raises(TypeError, match="lines must be a list of strings, not one bytes"):
+        loaded.translate(b"1 0 1")
+    # Any iterable of strings is read once.
+    assert loaded.decode(line for line in lines) == loaded.decode(lines)
+    for items, message in (
+        ([1, 0], r"lines\[0\] must be str, not int"),
+        (["1", None], r"lines\[1\] must be str, not NoneType"),
+        ([b"1 0"], r"lines\[0\] must be str, not bytes"),
+    ):
+        with pytest.raises(TypeError, match=message):
+            loaded.decode(items)
+    # A keyword's value sets that setting only.
+    with pytest.raises(ValueError, match="beam_size='2,return_beams=True': expected one value"):
+        loaded.decode(lines, beam_size="2,return_beams=True")
+    assert loaded.decode(lines, beam_size="2") == loaded.decode(lines, beam_size=2)
+    with pytest.raises(ValueError, match="beam_size"):
+        loaded.decode(lines, beam_size=2.5)
+    out = str(tmp_path / "never")
+    for arguments, message in (
+        ({"hparams": None}, "hparams must be str, not NoneType"),
+        ({"train_steps": "2"}, "train_steps must be int, not str '2'"),
+        ({"train_minutes": True}, "train_minutes must be float, not bool"),
+    ):
+        with pytest.raises(TypeError, match=message):
+            api.train(
+                "test_identity_small", "transformer", "transformer_test", out, out, **arguments
+            )
+    assert not os.path.exists(out)
+
+
 @pytest.mark.slow
 def test_train_takes_t2t_trains_settings_and_resumes(small_data, tmp_path):
     out = str(tmp_path / "run")
