@@ -47,17 +47,28 @@ READ_ATTEMPTS = 5
 
 
 def metrics_depend_on(
-    problem, data_dir: str, random_seed: int, train_minutes: float, keep_best: str = ""
+    problem,
+    data_dir: str,
+    random_seed: int,
+    train_minutes: float,
+    keep_best: str = "",
+    checkpoint: str = "",
 ) -> dict:
     """What a run's final figures depend on besides its experiment (experiment.json
-    holds that): the data dir and its files, the seed and the time budget, and
-    for the best checkpoint's figures the --keep_best it was chosen by."""
+    holds that): the data dir and its files, the seed and the time budget, for
+    the best checkpoint's figures the --keep_best it was chosen by, and the
+    checkpoint evaluated (name and content: one replaced under its name by a
+    restore or a copy is other weights)."""
     depends_on = {
         **stamp.data(problem, data_dir),
         "random_seed": random_seed,
         "train_minutes": train_minutes,
     }
-    return {**depends_on, "keep_best": keep_best} if keep_best else depends_on
+    if keep_best:
+        depends_on["keep_best"] = keep_best
+    if checkpoint:
+        depends_on.update(stamp.checkpoint(checkpoint))
+    return depends_on
 
 
 def read_metrics(path: str) -> tuple[dict, dict] | None:

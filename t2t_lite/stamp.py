@@ -104,6 +104,8 @@ def read(
     """
     if not tf.io.gfile.exists(path):
         return None
+    if tf.io.gfile.isdir(path):
+        raise ValueError(f"{path}: not {kind} (a directory)")
     try:
         data = json.loads(files.read_text(path))
         if not isinstance(data, dict):

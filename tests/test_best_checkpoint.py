@@ -94,7 +94,14 @@ def test_the_best_evaluation_keeps_its_checkpoint_and_is_evaluated_at_the_end(sm
     chosen = read_json(out / run_dir.METRICS_BEST_FILE)
     assert last["step"] == 8 and chosen["step"] == 4
     assert chosen["selected_by"] == kept
-    assert chosen["depends_on"] == {**last["depends_on"], "keep_best": "dev/fake"}
+    # Each names the checkpoint it evaluated; otherwise they differ only in keep_best.
+    ckpt = ("checkpoint", "checkpoint_fingerprint")
+    assert chosen["depends_on"]["checkpoint"] == "model.ckpt-4"
+    assert last["depends_on"]["checkpoint"] == "model.ckpt-8"
+    assert {k: v for k, v in chosen["depends_on"].items() if k not in ckpt} == {
+        **{k: v for k, v in last["depends_on"].items() if k not in ckpt},
+        "keep_best": "dev/fake",
+    }
     assert set(chosen) - {"step", "selected_by", "stopped_by", "depends_on"} == {"dev", "test"}
     assert chosen["dev"]["loss"] != last["dev"]["loss"]  # other weights, other figures
     # After evaluating the best, the trainer holds the newest checkpoint's weights again.

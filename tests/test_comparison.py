@@ -80,11 +80,13 @@ def test_unknown_model_lists_the_known_ones():
 def finished_run(tmp_path, exp, data_dir, seed, step=5, source=True, minutes=0.0, by="train_steps"):
     """A run directory as the trainer left it before `stamp`'s form: experiment.json and
     metrics.json with its "source" (read through the migration, run_dir.read_metrics)."""
-    from t2t_lite import files
+    from t2t_lite import files, stamp
 
     run = tmp_path / "run"
     exp.save(str(run))
-    record = {"step": step, "dev": {"accuracy": 1.0}}
+    checkpoint = str(run / f"model.ckpt-{step}")
+    tf.train.Checkpoint(v=tf.Variable([1.0, float(step)])).write(checkpoint)
+    record = {"step": step, "dev": {"accuracy": 1.0}, "test": {"accuracy": 0.5}}
     if source:
         record["source"] = {
             "data_dir": files.absolute(data_dir),
@@ -92,6 +94,7 @@ def finished_run(tmp_path, exp, data_dir, seed, step=5, source=True, minutes=0.0
             "random_seed": seed,
             "train_minutes": minutes,
             "stopped_by": by,
+            **stamp.checkpoint(checkpoint),
         }
     (run / "metrics.json").write_text(json.dumps(record))
     return str(run)
@@ -112,7 +115,8 @@ def test_finished_runs_are_reused_only_for_the_same_experiment_data_and_seed(tmp
 
     data = str(tmp_path / "data")
     run = finished_run(tmp_path, resolve(), data, seed=1)
-    assert finished.figures(run, resolve(), data, config()) == {"dev": {"accuracy": 1.0}}
+    figures = {"dev": {"accuracy": 1.0}, "test": {"accuracy": 0.5}}
+    assert finished.figures(run, resolve(), data, config()) == figures
     assert finished.figures(run, resolve(), data, config(steps=6)) is None  # resumes
     # Other hparams: the trainer's own refusal, before any figure is read.
     with pytest.raises(ValueError, match="different experiment .differs in: hparams.num_heads"):
@@ -132,6 +136,27 @@ def test_finished_runs_are_reused_only_for_the_same_experiment_data_and_seed(tmp
     # Figures that do not say where they came from are evaluated again.
     old = finished_run(tmp_path, resolve(), data, seed=1, source=False)
     assert finished.figures(old, resolve(), data, config()) is None
+    # A checkpoint replaced under its own name (a restore, a copy): taken again.
+    run = finished_run(tmp_path, resolve(), data, seed=1)
+    assert finished.figures(run, resolve(), data, config()) == figures
+    tf.train.Checkpoint(v=tf.Variable([2.0, 5.0])).write(os.path.join(run, "model.ckpt-5"))
+    assert finished.figures(run, resolve(), data, config()) is None
+    os.remove(os.path.join(run, "model.ckpt-5.index"))  # gone: taken again
+    assert finished.figures(run, resolve(), data, config()) is None
+    # A split missing, a directory in the file's place: one line naming the file.
+    run = finished_run(tmp_path, resolve(), data, seed=1)
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    del metrics["test"]
+    (tmp_path / "run" / "metrics.json").write_text(json.dumps(metrics))
+    with pytest.raises(
+        ValueError, match="metrics.json: not a valid metrics file .* no 'test' split"
+    ):
+        finished.figures(run, resolve(), data, config())
+    os.remove(tmp_path / "run" / "metrics.json")
+    os.mkdir(tmp_path / "run" / "metrics.json")
+    with pytest.raises(ValueError, match="metrics.json: not a valid metrics file .a directory"):
+        finished.figures(run, resolve(), data, config())
+    shutil.rmtree(tmp_path / "run")
     # Data regenerated in the same directory: the figures are taken again.
     run = finished_run(tmp_path, resolve(), data, seed=1)
     problem = resolve().build_problem()
@@ -144,18 +169,23 @@ def test_finished_runs_are_reused_only_for_the_same_experiment_data_and_seed(tmp
 def test_rerun_with_other_hparams_refuses_instead_of_printing_the_old_figures(
     tmp_path, monkeypatch
 ):
+    from t2t_lite import stamp
+
     trained = []
 
     def fake_train(exp, data_dir, run_dir, config):
         trained.append(exp.hparams.num_heads)
         exp.save(run_dir)
-        record = {"step": config.train_steps, "dev": results(0.5, 0.5, 0.5)["dev"]}
+        checkpoint = os.path.join(run_dir, f"model.ckpt-{config.train_steps}")
+        tf.train.Checkpoint(v=tf.Variable(1.0)).write(checkpoint)
+        record = {"step": config.train_steps, **results(0.5, 0.5, 0.5)}
         record["source"] = {
             "data_dir": os.path.abspath(data_dir),
             "data_stamp": exp.build_problem().data_stamp(data_dir),
             "random_seed": 1,
             "train_minutes": 0.0,
             "stopped_by": "train_steps",
+            **stamp.checkpoint(checkpoint),
         }
         with open(os.path.join(run_dir, "metrics.json"), "w") as f:
             json.dump(record, f)
@@ -222,6 +252,13 @@ def test_several_seeds_print_median_and_range():
     )
     assert seed_stats.runs(row)[1] == (2, "b", row["results"][1])
     assert seed_stats.spread([1.0, 4.0]) == "2.50 [1.00, 4.00]"  # even count: mean of the middle
+    # A non-finite figure (null in strict JSON) is counted apart, never ranked.
+    assert seed_stats.spread([1.0, None, 4.0]) == "2.50 [1.00, 4.00] (1 of 3 nan)"
+    assert seed_stats.spread([None]) == "nan" and seed_stats.spread([float("nan"), 2.0]) == (
+        "2.00 (1 of 2 nan)"
+    )
+    assert seed_stats.median([3.0, None, 1.0]) == 2.0
+    assert not seed_stats.above([5.0, None], [1.0]) and seed_stats.above([5.0], [1.0])
 
 
 def test_seeds_flag_is_checked():

@@ -355,8 +355,8 @@ def test_engine_loads_a_conversion_on_another_filesystem_from_a_local_copy(tmp_p
 def test_a_damaged_half_made_or_unwritable_conversion_is_made_again_elsewhere_if_need_be(
     tmp_path, monkeypatch
 ):
-    """The engine's conversion: reused while whole; a cut model.bin or a missing
-    one (a killed or damaged conversion) is converted again, not loaded or
+    """The engine's conversion: reused while whole; a cut, overwritten or missing
+    model.bin (a killed or damaged conversion) is converted again, not loaded or
     blocking; the checkpoint file itself is never read (a trainer may have
     pruned it); a run that cannot be written converts into a temporary place."""
     from test_transformer import tiny_model
@@ -385,8 +385,15 @@ def test_a_damaged_half_made_or_unwritable_conversion_is_made_again_elsewhere_if
         f.truncate(100)  # damaged
     assert convert() == first and len(writes) == 2
     assert ctranslate2.Translator(first, device="cpu")  # loads again
-    os.remove(model_bin)  # half-made
+    size = os.path.getsize(model_bin)
+    with open(model_bin, "r+b") as f:  # overwritten from a quarter on, its size kept
+        f.seek(size // 4)
+        f.write(bytes(size - size // 4))
+    assert os.path.getsize(model_bin) == size
     assert convert() == first and len(writes) == 3
+    assert ctranslate2.Translator(first, device="cpu")
+    os.remove(model_bin)  # half-made
+    assert convert() == first and len(writes) == 4
     assert sorted(os.listdir(run / "ctranslate2")) == [os.path.basename(first)]
     # Other weights: a conversion of their own.
     model.weights[0].assign(model.weights[0] + 1.0)

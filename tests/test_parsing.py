@@ -430,7 +430,7 @@ def test_a_vocabulary_size_that_leaves_no_word_is_refused(tmp_path, vocab_size, 
     from t2t_lite.problems import datagen
 
     bank = tmp_path / "bank"
-    write_treebank(bank, {f"{name}.mrg": tree for name, tree in zip("abc", SENTENCES)})
+    write_treebank(bank, {f"{name}.mrg": tree for name, tree in zip("abc", SENTENCES, strict=True)})
     with pytest.raises(ValueError, match=message):
         datagen.generate(
             "parsing_from_files",

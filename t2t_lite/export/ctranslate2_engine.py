@@ -67,7 +67,7 @@ def from_run(output_dir: str, checkpoint: str, problem, model, hp) -> "Ctranslat
     local = LocalCopy(directory)
     try:
         translator = ctranslate2.Translator(local.path, device="cpu")
-    except RuntimeError as err:  # checked by size, yet unreadable: made again, once
+    except Exception as err:  # noqa: BLE001 -- checked, yet unreadable: made again, once
         logging.warning(
             "The conversion %s cannot be loaded (%s); converting again.", directory, err
         )
@@ -253,26 +253,34 @@ def converted(run_directory: str, checkpoint: str, model, tokens: list[str], hp)
 
 
 def _stamp(directory: str, wanted: dict) -> None:
-    """Writes STAMP_FILE: what the conversion depends on, and each file's size, so
-    a cut or missing file is seen before use."""
-    sizes = {
-        name: tf.io.gfile.stat(os.path.join(directory, name)).length
-        for name in tf.io.gfile.listdir(directory)
+    """Writes STAMP_FILE: what the conversion depends on, and each file's digest,
+    so a cut, missing or overwritten file is seen before use."""
+    digests = {
+        name: _file_digest(os.path.join(directory, name)) for name in tf.io.gfile.listdir(directory)
     }
-    stamp.keep(os.path.join(directory, STAMP_FILE), wanted, {"sizes": sizes})
+    stamp.keep(os.path.join(directory, STAMP_FILE), wanted, {"sha256": digests})
+
+
+def _file_digest(path: str) -> str:
+    digest = hashlib.sha256()
+    with tf.io.gfile.GFile(path, "rb") as f:
+        while chunk := f.read(files.READ_CHUNK_BYTES):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _complete(directory: str, wanted: dict) -> bool:
     """Whether `directory` holds a whole conversion of what `wanted` names: its
-    stamp, and every file it names at its size."""
+    stamp, and every file it names with its digest (a conversion stamped by
+    sizes only, as older ones are, is made again)."""
     try:
         kept = stamp.kept_body(os.path.join(directory, STAMP_FILE), wanted)
         if kept is None:
             return False
-        sizes = kept["sizes"]
-        return "model.bin" in sizes and all(
-            tf.io.gfile.stat(os.path.join(directory, name)).length == size
-            for name, size in sizes.items()
+        digests = kept["sha256"]
+        return "model.bin" in digests and all(
+            _file_digest(os.path.join(directory, name)) == digest
+            for name, digest in digests.items()
         )
     except (ValueError, AttributeError, KeyError, TypeError, tf.errors.NotFoundError):
         return False

@@ -3,6 +3,7 @@ under --keep_best its metrics_best.json (the best checkpoint's, with its own ste
 
 import os
 
+import tensorflow as tf
 from absl import logging
 
 from t2t_lite import experiment, stamp
@@ -42,6 +43,10 @@ def figures(
     return None if best is None else best[2]
 
 
+# The splits a table reads from every run (the trainer's final evaluation writes
+# every split but train): a metrics file without one is damaged.
+TABLE_SPLITS = ("dev", "test")
+
 # What a run directory's flags set: a difference refuses the directory, where
 # other data files (data_stamp) only make its figures be taken again.
 _FLAGS = ("data_dir", "random_seed", "train_minutes", "keep_best")
@@ -66,13 +71,23 @@ def _figures(path: str, problem, data_dir: str, config, keep_best: str) -> tuple
                 and all(v is None or isinstance(v, int | float) for v in figures.values())
             ):
                 raise TypeError(f"{split} is not an object of numbers")
+        for split in TABLE_SPLITS:
+            if split in problem.splits and split not in metrics:
+                raise TypeError(f"its figures have no {split!r} split")
     except (AttributeError, TypeError) as err:
         raise ValueError(f"{path}: not {run_dir_lib.METRICS_KIND} ({err})") from None
     if not kept:  # written before metrics.json named its source: evaluate again
         logging.info("%s names no data_dir; evaluating its checkpoint on %s.", path, data_dir)
         return None
+    # The checkpoint of the kept name as it is now; gone, its figures are taken again.
+    folder = os.path.dirname(path)
+    if keep_best:
+        folder = os.path.join(folder, run_dir_lib.BEST_DIR)
+    evaluated = os.path.join(folder, os.path.basename(str(kept.get("checkpoint", ""))))
+    if "checkpoint" not in kept or not tf.io.gfile.exists(evaluated + ".index"):
+        evaluated = ""
     wanted = run_dir_lib.metrics_depend_on(
-        problem, data_dir, config.random_seed, config.train_minutes, keep_best
+        problem, data_dir, config.random_seed, config.train_minutes, keep_best, evaluated
     )
     names = stamp.differs(kept, wanted)
     refused = [name for name in names if name in _FLAGS]
@@ -84,6 +99,10 @@ def _figures(path: str, problem, data_dir: str, config, keep_best: str) -> tuple
             "use a new --output_dir or the same flags"
         )
     if names:
-        logging.info("%s: the data files changed since; evaluating its checkpoint again.", path)
+        logging.info(
+            "%s: its data files or checkpoint changed since; evaluating again (%s).",
+            path,
+            ", ".join(names),
+        )
         return None
     return step, stopped_by, metrics

@@ -3,9 +3,18 @@
 A comparison row holds one run's final metrics, or a list of them (one per
 seed). Tables read every figure through `values` and print it with `spread`:
 one seed prints the plain figure, several print "median [min, max]".
+
+A non-finite figure (kept as null in strict JSON: a loss that diverged) is
+no number to rank or average: the statistics read the finite ones, and a
+printed spread says how many seeds were not finite.
 """
 
+import math
 import statistics
+
+
+def _finite(numbers: list) -> list[float]:
+    return [n for n in numbers if n is not None and math.isfinite(n)]
 
 
 def per_seed(row: dict) -> list[dict]:
@@ -26,22 +35,32 @@ def values(row: dict, figure) -> list[float]:
     return [figure(results) for results in per_seed(row)]
 
 
-def spread(numbers: list[float], digits: int = 2) -> str:
-    """[0.5] -> "0.50"; [0.5, 0.1, 0.3] -> "0.30 [0.10, 0.50]" (median [min, max])."""
+def spread(numbers: list[float | None], digits: int = 2) -> str:
+    """[0.5] -> "0.50"; [0.5, 0.1, 0.3] -> "0.30 [0.10, 0.50]" (median [min, max]);
+    non-finite values (None, nan) are counted apart: [0.5, None] -> "0.50 (1 of 2 nan)"."""
     if not numbers:
         raise ValueError("spread of no values")
-    if len(numbers) == 1:
-        return f"{numbers[0]:.{digits}f}"
-    middle = statistics.median(numbers)
-    return f"{middle:.{digits}f} [{min(numbers):.{digits}f}, {max(numbers):.{digits}f}]"
+    finite = _finite(numbers)
+    if not finite:
+        return "nan"
+    if len(finite) == 1:
+        text = f"{finite[0]:.{digits}f}"
+    else:
+        middle = statistics.median(finite)
+        text = f"{middle:.{digits}f} [{min(finite):.{digits}f}, {max(finite):.{digits}f}]"
+    left_out = len(numbers) - len(finite)
+    return f"{text} ({left_out} of {len(numbers)} nan)" if left_out else text
 
 
-def median(numbers: list[float]) -> float:
-    """The median (what a plot draws for several seeds)."""
-    return float(statistics.median(numbers))
+def median(numbers: list[float | None]) -> float:
+    """The median of the finite values (what a plot draws for several seeds); nan if none."""
+    finite = _finite(numbers)
+    return float(statistics.median(finite)) if finite else math.nan
 
 
-def above(higher: list[float], lower: list[float]) -> bool:
+def above(higher: list[float | None], lower: list[float | None]) -> bool:
     """Whether every value of `higher` exceeds every value of `lower` (their seed
-    ranges do not overlap, `higher`'s on top)."""
+    ranges do not overlap, `higher`'s on top); never when a value is not finite."""
+    if len(_finite(higher)) < len(higher) or len(_finite(lower)) < len(lower):
+        return False
     return min(higher) > max(lower)

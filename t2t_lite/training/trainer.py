@@ -336,15 +336,20 @@ class Trainer:
         if self.chief:  # with what the figures depend on, so a reader can refuse stale ones
             path = os.path.join(self.output_dir, METRICS_FILE)
             body = {"step": step, "stopped_by": stopped_by, **results}
-            stamp.keep(path, self._metrics_depend_on(), body)
+            stamp.keep(path, self._metrics_depend_on("", self._good_checkpoint), body)
         if self.best is not None and self.best.path:
             self._evaluate_best(stopped_by, step, results)
         return results
 
-    def _metrics_depend_on(self, keep_best: str = "") -> dict:
+    def _metrics_depend_on(self, keep_best: str, checkpoint: str) -> dict:
         config = self.config
         return run_dir.metrics_depend_on(
-            self.problem, self.data_dir, config.random_seed, config.train_minutes, keep_best
+            self.problem,
+            self.data_dir,
+            config.random_seed,
+            config.train_minutes,
+            keep_best,
+            checkpoint,
         )
 
     def _evaluate_best(self, stopped_by: str, step: int, last: dict) -> None:
@@ -367,7 +372,7 @@ class Trainer:
                 "stopped_by": stopped_by,
                 **results,
             }
-            stamp.keep(path, self._metrics_depend_on(str(self.best.spec)), body)
+            stamp.keep(path, self._metrics_depend_on(str(self.best.spec), self.best.path), body)
 
 
 def _advance(curriculum: batching.LengthCurriculum | None, step: int) -> None:
