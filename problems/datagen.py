@@ -5,6 +5,7 @@ import os
 from collections.abc import Iterator
 
 import tensorflow as tf
+from absl import logging
 
 from t2t_lite import files, run_lock
 from t2t_lite.data import problem as problem_lib
@@ -15,15 +16,24 @@ DEFAULT_SEED = 1
 
 
 @contextlib.contextmanager
-def data_dir_lock(data_dir: str) -> Iterator[None]:
-    """One writer per data dir: a second t2t-datagen (or a trainer generating missing
-    data) is refused with one line naming the live owner. Shards a dead writer left
-    under its temporary names are removed first."""
+def data_dir_lock(data_dir: str, wait_s: float = 0.0) -> Iterator[list[str]]:
+    """One writer per data dir -> (in the block) what a dead writer left under
+    temporary names, removed first.
+
+    A live owner: with wait_s, waited for (a trainer beside another one that is
+    generating the same data waits, then finds it written); past wait_s, or
+    without it (a second t2t-datagen), refused with one line naming the owner.
+    """
     lock = run_lock.RunLock(data_dir, run_lock.DATAGEN_LOCK_FILE, "written", "--data_dir")
-    lock.acquire()
     try:
-        files.remove_incomplete(data_dir)
-        yield
+        lock.acquire()
+    except run_lock.RunLockedError as err:
+        if not wait_s:
+            raise
+        logging.info("%s; waiting up to %.0f s for it.", err, wait_s)
+        lock.acquire_waiting(wait_s)
+    try:
+        yield files.remove_incomplete(data_dir)
     finally:
         lock.release()
 

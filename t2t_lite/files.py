@@ -12,7 +12,19 @@ from collections.abc import Iterator
 import tensorflow as tf
 from absl import logging
 
-HOST = socket.gethostname()
+
+def _process_space() -> str:
+    """Where a pid names one process: the host, and on Linux its PID namespace
+    (containers that share a host name and a filesystem each number their
+    processes from 1, so a pid from another one says nothing here)."""
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return socket.gethostname()
+    return f"{socket.gethostname()}.pid{namespace}"
+
+
+HOST = _process_space()
 READ_CHUNK_BYTES = 1 << 24
 
 
@@ -184,17 +196,24 @@ def _left_by_the_dead(name: str, prefix: str, path: str, max_age_s: float, anywh
 
 
 def _abandoned(tag: str, path: str, max_age_s: float) -> bool:
-    """Whether an `owner_tag` names a process that is gone (or, elsewhere, a stale file)."""
+    """Whether an `owner_tag` names a process that is gone (its pid free, or now a
+    process started after the file was written), or, from another host or
+    PID namespace, a file older than max_age_s."""
     pid, host = (tag.split("@") + ["", ""])[:2]
     if not pid.isdigit() or tag.count("@") < 2:
         return False  # not a name this project made
-    if host == HOST:
-        return int(pid) != os.getpid() and not process_alive(int(pid))
     try:
-        age = time.time() - tf.io.gfile.stat(path).mtime_nsec / 1e9
+        written = tf.io.gfile.stat(path).mtime_nsec / 1e9
     except tf.errors.OpError:
         return False
-    return age > max_age_s
+    if host == HOST:
+        if int(pid) == os.getpid():
+            return False
+        if not process_alive(int(pid)):
+            return True
+        started = process_start_time(int(pid))  # the pid reused since: gone too
+        return started is not None and started > written + 1
+    return time.time() - written > max_age_s
 
 
 def remove_leftovers(

@@ -1,6 +1,7 @@
 """Atomic writes: each writer's own temporary file, flushed before the rename."""
 
 import os
+import socket
 
 import tensorflow as tf
 
@@ -37,6 +38,25 @@ def test_a_killed_writers_temporary_file_is_removed_by_the_next_write(tmp_path):
     files.write_atomically(str(tmp_path / "x.json"), "{}")
     # The first write into a directory removes dead writers' leftovers of any file there.
     assert sorted(os.listdir(tmp_path)) == ["x.json", live.name]
+
+
+def test_a_pid_counts_only_in_its_own_process_space_and_while_not_reused(tmp_path):
+    # The host name is qualified by the PID namespace: another container's pid is
+    # "another host" (judged by age), never taken for a local process.
+    assert files.HOST.startswith(socket.gethostname())
+    assert files.HOST != socket.gethostname() or not os.path.exists("/proc/self/ns/pid")
+    parent = os.getppid()  # alive, and started before this file was written...
+    live = tmp_path / f"a{files.INCOMPLETE}{parent}@{files.HOST}@0"
+    live.write_text("half")
+    # ... but a file written before the process with that pid started: the pid was reused.
+    reused = tmp_path / f"b{files.INCOMPLETE}{parent}@{files.HOST}@0"
+    reused.write_text("half")
+    before = files.process_start_time(parent) - 60
+    os.utime(reused, (before, before))
+    other_space = tmp_path / f"c{files.INCOMPLETE}{2**22 + 1}@{socket.gethostname()}@0"
+    other_space.write_text("half")  # a fresh file of a pid free here, from another space
+    removed = files.remove_incomplete(str(tmp_path))
+    assert sorted(os.path.basename(p) for p in removed) == [reused.name]
 
 
 def test_a_directory_is_listed_for_leftovers_once_per_process_not_per_write(tmp_path, monkeypatch):

@@ -303,3 +303,47 @@ def test_workers_agree_on_a_flag_any_of_them_raised():
         "agreed [1, 0, 1]",
         "steps (None, False) ('a signal on another worker', False)",
     ]
+
+
+@pytest.mark.slow
+def test_two_trainers_started_together_on_one_fresh_data_dir_both_train(tmp_path):
+    """Two real t2t-train processes on an empty data dir: one generates the data,
+    the other waits for its lock and then finds the data written; a trainer
+    started while a writer holds the lock waits for it instead of refusing."""
+    from t2t_lite.data import problem as problem_lib
+    from t2t_lite.problems import datagen
+
+    data = str(tmp_path / "data")
+
+    def start(name):
+        command = [
+            sys.executable, os.path.join(ROOT, "tests", "train_main.py"),
+            "--problem=test_identity_small", "--model=transformer",
+            "--hparams_set=transformer_test", f"--hparams={LOOP_HPARAMS}",
+            f"--data_dir={data}", f"--output_dir={tmp_path / name}",
+            "--train_steps=2", "--local_eval_frequency=2", "--eval_steps=1",
+        ]  # fmt: skip
+        return subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+
+    both = [start("first"), start("second")]
+    logs = [process.communicate(timeout=300)[1] for process in both]
+    for process, log in zip(both, logs, strict=True):
+        assert process.returncode == 0, log
+        assert "interrupted" not in log and "did not finish" not in log
+    assert sum("generating it" in log for log in logs) == 1
+    # A writer holding the lock (here this process): the trainer waits, then trains
+    # on what the writer wrote, without writing it again.
+    data = str(tmp_path / "data2")
+    os.makedirs(data)
+    with datagen.data_dir_lock(data):
+        third = start("third")
+        lines = []
+        for line in third.stderr:  # until it says it waits (or it ends)
+            lines.append(line)
+            if "waiting up to" in line:
+                break
+        assert third.poll() is None, "".join(lines)
+        problem_lib.get("test_identity_small").generate_data(data, seed=1)
+    log = "".join(lines) + third.communicate(timeout=300)[1]
+    assert third.returncode == 0, log
+    assert "generating it" not in log

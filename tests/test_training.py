@@ -91,6 +91,8 @@ def test_resume_continues_at_same_step_with_same_state(small_data, tmp_path):
         "data_stamp": stamp,
         "random_seed": 1,
         "train_minutes": 0.0,
+        "checkpoint": "model.ckpt-6",  # the one evaluated, by name and content
+        "checkpoint_fingerprint": checkpoints.fingerprint(os.path.join(out, "model.ckpt-6")),
     }
     assert metrics["dev"]["examples"] == 40
 
@@ -344,10 +346,10 @@ def test_a_trainer_generates_missing_data_once_under_the_lock_and_not_with_its_s
     generated = []
 
     @contextlib.contextmanager
-    def lock_won_late(data_dir):
+    def lock_won_late(data_dir, **waiting):
         problem.generate_data(data_dir, seed=1)  # the other trainer, first to the lock
-        with real_lock(data_dir):
-            yield
+        with real_lock(data_dir, **waiting) as left:
+            yield left
 
     real_generate = problem_lib.Problem.generate_data
 

@@ -5,6 +5,7 @@ optimizer, checkpoints and compiled steps on top of it.
 """
 
 import dataclasses
+import os
 
 import tensorflow as tf
 from absl import logging
@@ -16,6 +17,11 @@ from t2t_lite.data import tfrecord
 from t2t_lite.problems import datagen
 from t2t_lite.training import distribution
 from t2t_lite.training.config import TrainConfig, split_metric
+
+# How long a trainer waits for another writer of its data dir (a trainer or a
+# t2t-datagen generating the same problem) before it gives up with one line:
+# longer than the datagen of any registered problem on a CPU.
+DATA_WAIT_S = 2 * 3600.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,20 +63,21 @@ def prepare(
         run_dir.claim(experiment, output_dir)
     else:
         experiment.check_matches(output_dir)
-    missing = problem.missing_data(data_dir)  # first: a problem may bind its data dir here
-    expected = problem.data_files(data_dir)
-    if missing and len(missing) < len(expected):
-        _refuse_partial(problem, data_dir, missing, len(expected))
-    if missing:
+    if problem.missing_data(data_dir):  # first: a problem may bind its data dir here
         if not chief:
             raise FileNotFoundError(
                 f"no {problem.name} data in {data_dir!r}: run t2t-datagen before "
                 "starting the workers (only the chief would generate it)"
             )
         files.check_writable_dir(data_dir, "--data_dir")
-        with datagen.data_dir_lock(data_dir):
-            # Another trainer may have generated it while this one waited for the lock.
-            if problem.missing_data(data_dir):
+        # A writer at work there (another trainer, a t2t-datagen) is waited for;
+        # then what it left is looked at again, with nobody else writing.
+        with datagen.data_dir_lock(data_dir, wait_s=DATA_WAIT_S) as left_by_the_dead:
+            missing = problem.missing_data(data_dir)
+            expected = problem.data_files(data_dir)
+            if missing and len(missing) < len(expected):
+                _refuse_partial(problem, data_dir, missing, len(expected), left_by_the_dead)
+            if missing:
                 logging.info(
                     "No data for %s in %s: generating it (seed %d, as t2t-datagen's default).",
                     problem.name,
@@ -113,19 +120,27 @@ def _check_no_emptied_shard(paths: list[str]) -> None:
 
 
 def _refuse_partial(
-    problem: problem_lib.Problem, data_dir: str, missing: list[str], total: int
+    problem: problem_lib.Problem,
+    data_dir: str,
+    missing: list[str],
+    total: int,
+    left_by_the_dead: list[str],
 ) -> None:
     """Some of the data is there: regenerating would overwrite the rest, so say what is missing.
 
-    Shards left under temporary names by an interrupted datagen are the one
-    exception: that datagen is redone, as it would have been before it started.
+    Called holding the data dir's lock: files a writer left under temporary
+    names (`left_by_the_dead`, removed) are of one that died, and that datagen
+    is redone, as it would have been before it started.
     """
-    leftovers = tf.io.gfile.glob(f"{data_dir.rstrip('/')}/{problem.name}-*.incomplete*")
-    if leftovers:
+    ours = [p for p in left_by_the_dead if os.path.basename(p).startswith(f"{problem.name}-")]
+    # Still there under an older temporary name: no live writer (the lock is ours).
+    interrupted = ours + tf.io.gfile.glob(f"{data_dir.rstrip('/')}/{problem.name}-*.incomplete*")
+    if interrupted:
         logging.warning(
-            "%s: an interrupted datagen left %s; generating the data again.",
+            "%s: a datagen that did not finish (its process is gone) left %s; "
+            "generating the data again.",
             data_dir,
-            ", ".join(leftovers[:3]),
+            ", ".join(interrupted[:3]),
         )
         return
     shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
