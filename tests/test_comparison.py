@@ -585,3 +585,21 @@ def test_the_same_size_transformer_has_the_randomized_uts_parameters():
         model(model.dummy_features())
         counts.append(model.count_params())
     assert counts[0] == counts[1] > 0
+
+
+def test_a_search_for_a_table_that_does_not_take_one_is_refused(tmp_path):
+    """--decode_hparams was silently ignored outside parsing tables (table3 printed
+    beam-4 figures for beam_size=1)."""
+    from t2t_lite.reproduction import tables
+
+    config = comparison.trainer.TrainConfig(train_steps=2)
+    for models, problems in (
+        (["table3"], ["translate_from_files"]),
+        (["transformer"], ["algorithmic_reverse_decimal20"]),
+    ):
+        request = comparison.Request(
+            str(tmp_path), models, problems, str(tmp_path / "d"), config, search="beam_size=1"
+        )
+        with pytest.raises(ValueError, match="--decode_hparams=beam_size=1: only parsing tables"):
+            tables.compare(request)
+    assert not os.listdir(tmp_path)  # refused before anything ran

@@ -13,6 +13,13 @@ def compare(request: comparison.Request) -> str:
     """The table `request` asks for -> its markdown (also output_dir/table.md)."""
     if parsing_table.is_parsing(request.problems):
         return parsing_table.compare(request)
+    if request.search != comparison.DEFAULT_SEARCH:  # set, and no table here would read it
+        raise ValueError(
+            f"--decode_hparams={request.search}: only parsing tables take a search; "
+            "translation rows decode as each row says (the paper's beam 4, alpha 0.6, or "
+            "the row's own) and algorithmic tables greedily; t2t-decode --decode_hparams "
+            "decodes a run with any search"
+        )
     if translation.is_translation(request.models):
         if request.config.keep_best:
             raise ValueError(
