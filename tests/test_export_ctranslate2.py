@@ -571,3 +571,28 @@ def test_both_engines_decode_a_real_text_file_alike(tmp_path, train_seed):
                 assert mine >= _score(model, source, theirs, hp.alpha) - 1e-4, (source, ours)
         if hp.beam_size == 1:  # a trained model is peaked: near-ties are rare
             assert len(differing) <= len(held_out) // 10, differing
+
+
+def test_the_engine_decodes_each_output_limit_in_a_call_of_its_own():
+    """CTranslate2 takes one output limit per call, and a longer limit changes a
+    search wherever a hypothesis would have reached the row's own limit (even one
+    dropped later): rows are grouped by limit, each decoded at exactly its own."""
+    import types
+
+    from t2t_lite.export import ctranslate2_engine
+
+    calls = []
+
+    class Recorder:
+        def translate_batch(self, batch, max_decoding_length, **options):
+            calls.append((max_decoding_length, [len(tokens) for tokens in batch]))
+            answer = types.SimpleNamespace(hypotheses=[["1", sequences.EOS_TOKEN]], scores=[-1.0])
+            return [answer for _ in batch]
+
+    tokens = [sequences.PAD_TOKEN, sequences.EOS_TOKEN, "1", "2"]
+    hp = decoder_lib.DecodeHParams(extra_length=5, batch_size=8, max_input_length=16)
+    engine = ctranslate2_engine.Ctranslate2Decoder(Recorder(), tokens, hp)
+    inputs = [[2, 3, 2], [2], [3, 3, 2], [2, 2, 2, 2, 2]]
+    results = engine.decode_ids(inputs)
+    assert sorted(calls) == [(6, [1]), (8, [3, 3]), (10, [5])]
+    assert [best[0][0] for best in results] == [[2]] * 4

@@ -138,25 +138,18 @@ class Ctranslate2Decoder:
         """CTranslate2's answers for a batch of inputs, each output held to its own
         input's length + extra_length symbols, as the TensorFlow Decoder holds it.
 
-        CTranslate2 takes one output limit per batch: the batch runs with its
-        longest input's limit, and the few inputs whose hypotheses reached their
-        own (an output that never ends: an early checkpoint, an odd line) are
-        decoded again at that limit, where CTranslate2 stops each hypothesis as
-        t2t_lite forces its EOS.
+        CTranslate2 takes one output limit per call, and a longer limit changes a
+        row's search wherever a hypothesis would have reached its own limit, even
+        one dropped later: the rows are decoded in groups of one limit each (the
+        batch is sorted by length, so a group is most of a batch).
         """
-        limits = [len(ids) + self.hp.extra_length for ids in batch]
-        longest = max(limits)
-        answers = self._translate_at(batch, longest, options)
-        again: dict[int, list[int]] = {}  # limit -> positions in the batch
-        for position, (answer, limit) in enumerate(zip(answers, limits, strict=True)):
-            if limit < longest and any(
-                len(sequences.until_eos([self._ids[t] for t in tokens])) >= limit
-                for tokens in answer.hypotheses
-            ):  # past its limit, or an EOS the limit would have forced at no cost
-                again.setdefault(limit, []).append(position)
-        for limit, positions in again.items():
-            redone = self._translate_at([batch[p] for p in positions], limit, options)
-            for position, answer in zip(positions, redone, strict=True):
+        groups: dict[int, list[int]] = {}  # limit -> positions in the batch
+        for position, ids in enumerate(batch):
+            groups.setdefault(len(ids) + self.hp.extra_length, []).append(position)
+        answers: list = [None] * len(batch)
+        for limit, positions in groups.items():
+            found = self._translate_at([batch[p] for p in positions], limit, options)
+            for position, answer in zip(positions, found, strict=True):
                 answers[position] = answer
         return answers
 
