@@ -386,11 +386,29 @@ def test_the_parsing_table_scores_each_run_by_evalb_and_keeps_the_scores(tmp_pat
 
     monkeypatch.setattr(runner, "decode_file", counted)
     assert table() == text and decoded == []
+
+    from t2t_lite import files
+
+    def known(decoder, problem, input_path, output_path):
+        """A parser that misses the NP of "It rained .": a decode scored by hand."""
+        decoded.append(output_path)
+        lines = files.read_lines(input_path)
+        with open(output_path, "w") as f:
+            f.writelines("(TOP (S (XX It) (VP (XX rained)) (XX .)))\n" for _ in lines)
+        return []
+
+    monkeypatch.setattr(runner, "decode_file", known)
     search = "beam_size=1,extra_length=12"
-    table()
+    text = table()
     assert len(decoded) == 2  # both seeds' runs
     kept = json.loads((out / "seed1" / "parsing_from_files" / key / "parse_dev.json").read_text())
     assert kept["depends_on"]["decode_hparams"]["beam_size"] == 1
+    # Gold S [0,2), NP [0,1), VP [1,2) (the period deleted); decoded S, VP: both
+    # right, NP missed: recall 2/3, precision 2/2, F1 80.00, no exact match.
+    assert kept["figures"]["f1"] == pytest.approx(80.0)
+    assert kept["figures"]["exact_match"] == 0.0
+    row = [line for line in text.splitlines() if line.startswith(f"| {entry.label} ")][0]
+    assert row.split("|")[4].strip() == "80.00 [80.00, 80.00]"
 
 
 def test_treebank_files_are_each_read_once_and_a_byte_order_mark_is_no_word(tmp_path):
