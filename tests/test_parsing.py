@@ -407,7 +407,7 @@ def test_the_parsing_table_scores_each_run_by_evalb_and_keeps_the_scores(tmp_pat
     # right, NP missed: recall 2/3, precision 2/2, F1 80.00, no exact match.
     assert kept["figures"]["f1"] == pytest.approx(80.0)
     assert kept["figures"]["exact_match"] == 0.0
-    row = [line for line in text.splitlines() if line.startswith(f"| {entry.label} ")][0]
+    row = next(line for line in text.splitlines() if line.startswith(f"| {entry.label} "))
     assert row.split("|")[4].strip() == "80.00 [80.00, 80.00]"
 
 
