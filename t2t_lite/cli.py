@@ -3,6 +3,7 @@
 import atexit
 import errno
 import gc
+import os
 import re
 import signal
 import sys
@@ -57,7 +58,28 @@ def start(doc: str | None, main: Callable[[list[str]], None]) -> None:
     sys.modules["__main__"].__doc__ = doc
     for flag in flags.FLAGS.get_key_flags_for_module(main.__module__):
         flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
-    app.run(main)
+    app.run(main, flags_parser=_parse_flags)
+
+
+HELP_FLAGS = ("--help", "-help", "--helpshort", "--helpfull", "--helpxml", "-?", "-h")
+
+
+def _parse_flags(argv: list[str]) -> list[str]:
+    """absl's parsing, with a bad or missing flag as one "prog: error:" line (absl
+    prints a multi-line FATAL report) and help as a success (absl exits 1)."""
+    program = os.path.basename(argv[0])
+    try:
+        return flags.FLAGS(argv)
+    except flags.Error as err:
+        missing = re.findall(r"Flag (--\w+) must have a value other than None", str(err))
+        message = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
+        if missing:
+            message = f"missing required flag{'s' * (len(missing) > 1)} {', '.join(missing)}"
+        print(f"{program}: error: {message} (--helpshort lists the flags)", file=sys.stderr)
+        sys.exit(1)
+    except SystemExit as done:
+        asked = any(arg.split("=")[0] in HELP_FLAGS for arg in argv[1:])
+        sys.exit(0 if asked and done.code == 1 else done.code)
 
 
 class Terminated(BaseException):

@@ -308,3 +308,19 @@ def test_t2t_bleu_scores_a_translation_file_cased_and_uncased(tmp_path):
         f"t2t-bleu: error: --translation {short}, --reference {reference}: "
         "1 hypotheses but 2 references: they must be aligned line by line"
     )
+
+
+def test_a_missing_flag_is_one_error_line_and_help_is_a_success():
+    done = run_binary("t2t-train", "--problem=test_identity_small")
+    assert done.returncode == 1 and "FATAL" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "t2t-train: error: missing required flags --model, --hparams_set, --data_dir, "
+        "--output_dir (--helpshort lists the flags)"
+    )
+    done = run_binary("t2t-decode", "--decode_hparams=beam_size=x")
+    assert done.returncode == 1 and done.stderr.strip().splitlines()[-1].startswith(
+        "t2t-decode: error: "
+    )
+    for asked in ("--helpfull", "--helpshort", "--help"):
+        done = run_binary("t2t-evalb", asked)
+        assert done.returncode == 0 and "--gold_file" in done.stdout + done.stderr
