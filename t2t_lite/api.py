@@ -23,7 +23,9 @@ metrics; a run resumes where it stopped. `Run.decode` takes t2t-decode's
 import os
 import typing
 
-from t2t_lite import experiment, run_dir
+import tensorflow as tf
+
+from t2t_lite import checkpoints, experiment, run_dir
 from t2t_lite import hparams as hparams_lib
 from t2t_lite.decoding import decoder as decoder_lib
 from t2t_lite.decoding import runner
@@ -154,5 +156,11 @@ def load(output_dir: str, checkpoint: str = NEWEST, average_last: int = AVERAGED
         kept = len(run_dir.kept_checkpoints(output_dir))
         return Run(output_dir, averaging.run(output_dir, min(average_last, kept), []))
     if checkpoint == BEST:
-        return Run(output_dir, os.path.join(output_dir, run_dir.BEST_DIR))
+        best = os.path.join(output_dir, run_dir.BEST_DIR)
+        if not tf.io.gfile.isdir(best) or not checkpoints.by_step(best):
+            raise FileNotFoundError(
+                f"{output_dir}: no best checkpoint: the run was trained without keep_best "
+                "(api.train(..., keep_best='dev/accuracy'), or t2t-train --keep_best)"
+            )
+        return Run(output_dir, best)
     return Run(output_dir, checkpoint)

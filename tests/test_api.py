@@ -33,7 +33,9 @@ def test_a_loaded_run_decodes_strings_as_t2t_decode_writes_a_file(copy_run, tmp_
     assert len(averaged.decode(lines)) == len(lines)
     with pytest.raises(ValueError, match="lines:1"):
         newest.decode(["1 x"])  # not a word of the copy problem's vocabulary
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(
+        FileNotFoundError, match="no best checkpoint: the run was trained without keep_best"
+    ):
         api.load(run, checkpoint="best")  # trained without --keep_best
 
 
