@@ -324,3 +324,18 @@ def test_a_missing_flag_is_one_error_line_and_help_is_a_success():
     for asked in ("--helpfull", "--helpshort", "--help"):
         done = run_binary("t2t-evalb", asked)
         assert done.returncode == 0 and "--gold_file" in done.stdout + done.stderr
+
+
+def test_compares_split_flag_keeps_its_earlier_name():
+    from absl import flags
+
+    from t2t_lite.programs import compare  # noqa: F401  (defines the flags)
+
+    parsed = flags.FlagValues()
+    for name in ("split", "bleu_split"):
+        parsed[name] = flags.FLAGS[name]
+    try:
+        parsed(["t2t-compare", "--bleu_split=test"])
+        assert parsed.split == "test"
+    finally:
+        flags.FLAGS["split"].value = "dev"  # the flag objects are the program's

@@ -65,11 +65,12 @@ flags.DEFINE_integer(
     "an averaged translation row averages the last 5.",
 )
 flags.DEFINE_string(
-    "bleu_split",
+    "split",
     "dev",
     "Translation and parsing rows: the split scored (perplexity and BLEU, or F1); choose on "
     "dev, report test once.",
 )
+flags.DEFINE_alias("bleu_split", "split")  # the flag's earlier name
 flags.DEFINE_string(
     "decode_hparams",
     "parsing",
@@ -127,7 +128,7 @@ def main(argv):
             greedy_examples=FLAGS.greedy_examples,
             missing=FLAGS.missing,
             records_dir=FLAGS.records,
-            split=FLAGS.bleu_split,
+            split=FLAGS.split,
             search=FLAGS.decode_hparams,
         )
         table = tables.compare(request)
