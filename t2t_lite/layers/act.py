@@ -6,7 +6,7 @@ from typing import Any, NamedTuple
 import keras
 import tensorflow as tf
 
-from t2t_lite.layers import dense
+from t2t_lite.layers import dense, serialization
 
 ACT_TYPES = ("accumulated", "basic")
 # The halting unit's kernel initialiser. With "glorot_uniform" the logit's
@@ -36,6 +36,7 @@ class PonderStats(NamedTuple):
         return total / tf.maximum(tf.reduce_sum(nonpadding), 1.0)
 
 
+@serialization.serializable
 class AdaptiveComputationTime(keras.layers.Layer):
     """Runs a step function until each position halts, combining its step states.
 

@@ -8,7 +8,7 @@ from typing import NamedTuple
 import keras
 import tensorflow as tf
 
-from t2t_lite.layers import dense, masks
+from t2t_lite.layers import dense, masks, serialization
 
 
 @contextlib.contextmanager
@@ -38,6 +38,7 @@ def recording(model: keras.layers.Layer) -> Iterator[list[tuple[str, tf.Tensor]]
             layer.recorder = recorder
 
 
+@serialization.serializable
 class MultiHeadAttention(keras.layers.Layer):
     """Multi-head attention with bias-free projections, as in tensor2tensor.
 

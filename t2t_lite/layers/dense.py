@@ -14,6 +14,7 @@ import keras
 import tensorflow as tf
 
 
+@keras.saving.register_keras_serializable(package="t2t_lite")
 class Dense(keras.layers.Dense):
     """keras.layers.Dense with rank > 2 inputs multiplied as [N, C] x [C, units]."""
 

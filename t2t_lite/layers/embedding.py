@@ -5,7 +5,7 @@ import math
 import keras
 import tensorflow as tf
 
-from t2t_lite.layers import masks
+from t2t_lite.layers import masks, serialization
 
 
 def timing_signal(
@@ -51,6 +51,7 @@ def timing_signal_at(
     return tf.pad(signal, [[0, 0], [0, 0], [0, channels % 2]])  # [B, L, C]
 
 
+@serialization.serializable
 class LearnedPositions(keras.layers.Layer):
     """A learned [P, C] table of position vectors (the paper's Table 3 (E)), read
     like `timing_signal`: positions start..start+length-1 -> [1, L, C], or a
@@ -77,6 +78,7 @@ class LearnedPositions(keras.layers.Layer):
         return tf.gather(tf.cast(self.table, tf.float32), positions)  # [1 or B, L, C]
 
 
+@serialization.serializable
 class SharedEmbedding(keras.layers.Layer):
     """One [V, C] matrix for source and target embeddings and the softmax."""
 

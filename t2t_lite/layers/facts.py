@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from t2t_lite import sequences
 from t2t_lite.layers import embedding as embedding_lib
+from t2t_lite.layers import serialization
 
 # Words past this place in a fact share the last mask row (bAbI facts have
 # at most a dozen words).
@@ -41,6 +42,7 @@ def fact_structure(ids: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     return membership, place, nonpadding  # [B, F, L], [B, L], [B, F]
 
 
+@serialization.serializable
 class FactEmbedding(keras.layers.Layer):
     """Token ids [B, L] -> fact embeddings [B, F, C] and their nonpadding [B, F]."""
 

@@ -7,12 +7,13 @@ import keras
 import tensorflow as tf
 
 from t2t_lite import sequences
-from t2t_lite.layers import attention, transition
+from t2t_lite.layers import attention, serialization, transition
 
 NORM_POSITIONS = ("pre", "post")
 LAYER_NORM_EPSILON = 1e-6
 
 
+@serialization.serializable
 class Residual(keras.layers.Layer):
     """Residual connection with dropout and layer norm around a sublayer.
 
@@ -45,6 +46,7 @@ class Residual(keras.layers.Layer):
         return self.norm(x + self.dropout(sublayer(x), training=training))
 
 
+@serialization.config_dataclass
 @dataclasses.dataclass(frozen=True)
 class BlockConfig:
     """Plain arguments shared by encoder and decoder blocks."""
@@ -86,6 +88,7 @@ class BlockConfig:
         )
 
 
+@serialization.serializable
 class EncoderBlock(keras.layers.Layer):
     """Self-attention then the feed-forward network."""
 
@@ -110,6 +113,7 @@ class EncoderBlock(keras.layers.Layer):
         )
 
 
+@serialization.serializable
 class DecoderBlock(keras.layers.Layer):
     """Causal self-attention, encoder-decoder attention, then the FFN.
 
@@ -229,6 +233,7 @@ class DecoderBlock(keras.layers.Layer):
         return {**cache, "self_attention": attention.write_kv(cache["self_attention"], k, v, index)}
 
 
+@serialization.serializable
 class Stack(keras.layers.Layer):
     """A tuple of blocks with a final layer norm in the pre-norm placement.
 

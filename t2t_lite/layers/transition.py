@@ -3,11 +3,12 @@
 import keras
 import tensorflow as tf
 
-from t2t_lite.layers import dense
+from t2t_lite.layers import dense, serialization
 
 TRANSITIONS = ("fc", "sepconv")
 
 
+@serialization.serializable
 class FeedForward(keras.layers.Layer):
     """Position-wise FFN: Dense(filter, relu) -> dropout -> Dense(hidden)."""
 
@@ -33,6 +34,7 @@ class FeedForward(keras.layers.Layer):
         return self(x), state
 
 
+@serialization.serializable
 class SeparableConvolution(keras.layers.Layer):
     """Depthwise-separable conv (relu, to filter_size) -> dropout -> separable conv.
 

@@ -7,11 +7,12 @@ import keras
 import tensorflow as tf
 
 from t2t_lite import sequences
-from t2t_lite.layers import act, embedding, transformer_layers
+from t2t_lite.layers import act, embedding, serialization, transformer_layers
 
 STEP_SIGNALS = ("sinusoid", "learned", "none")
 
 
+@serialization.serializable
 class StepSignal(keras.layers.Layer):
     """The recurrence-step signal: a sinusoid of t (paper eq. 6-7), a learned one,
     or none (every step the same function of its input, as in looped
@@ -50,6 +51,7 @@ class StepSignal(keras.layers.Layer):
         return self.signal(step)
 
 
+@serialization.config_dataclass
 @dataclasses.dataclass(frozen=True)
 class LengthDepth:
     """Steps that grow with the input: ceil(per_symbol * n) + offset for a source
@@ -110,6 +112,7 @@ def source_lengths(encoder_bias: tf.Tensor, rows: tf.Tensor | int | None = None)
     return lengths
 
 
+@serialization.serializable
 class UniversalStack(keras.layers.Layer):
     """Applies one block `num_steps` times, or under ACT, adding position + step signals.
 

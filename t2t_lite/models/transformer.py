@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from t2t_lite import hparams as hparams_lib
 from t2t_lite import registry, sequences
 from t2t_lite.layers import embedding, facts, masks, transformer_layers
 from t2t_lite.models import input_labels, positions, transformer_hparams
@@ -14,6 +15,7 @@ def shift_right(targets: tf.Tensor) -> tf.Tensor:
 
 
 @registry.MODELS.register("transformer")
+@keras.saving.register_keras_serializable(package="t2t_lite")
 class Transformer(keras.Model):
     """Encoder-decoder Transformer with one shared embedding/softmax matrix.
 
@@ -69,6 +71,43 @@ class Transformer(keras.Model):
             self.seed_generator = seed = keras.random.SeedGenerator(0, name="position_start_seed")
         # Where each symbol sits (models/positions.py); the model turns positions into signals.
         self.position_policy = positions.Policy(hparams, input_encoding, self.offset_shape(), seed)
+
+    # Keras serialization: the hparams as a plain dict; model.save("m.keras"),
+    # keras.models.load_model and keras.models.clone_model rebuild the model.
+
+    def get_config(self) -> dict:
+        return {
+            **super().get_config(),
+            "hparams": hparams_lib.to_dict(self.hparams),
+            "vocab_size": self.vocab_size,
+            "input_encoding": self.input_encoding,
+        }
+
+    @classmethod
+    def from_config(cls, config: dict) -> "Transformer":
+        config = dict(config)
+        hparams = hparams_lib.from_dict(cls.hparams_class, config.pop("hparams"))
+        return cls(hparams, **config)
+
+    def export(self, filepath, format="tf_saved_model", **kwargs):
+        """Keras's export traces `call` on features without a vocabulary or a
+        search: refused, naming the export that serves this model."""
+        raise ValueError(
+            f"{type(self).__name__}.export: export a trained run with t2t-export (a SavedModel "
+            "that serves text in, text out, with cached greedy or beam search) or "
+            "t2t-export --format=ctranslate2; model.save('m.keras') keeps the Keras model"
+        )
+
+    def get_build_config(self) -> dict:
+        return {"dummy_batch": True}  # the variables are made by a dummy batch
+
+    def build_from_config(self, config: dict) -> None:
+        """Creates every variable with a dummy batch (as checkpoints.build_model),
+        so that a loaded .keras file's weights have their places."""
+        for layer in self._flatten_layers(include_self=True):
+            if getattr(type(layer).build, "_is_default", False):
+                layer.built = True
+        self(self.dummy_features(), training=False)
 
     @property
     def source_embedding(self) -> embedding.SharedEmbedding:

@@ -13,6 +13,7 @@ UTHParams = universal_transformer_hparams.UniversalTransformerHParams
 
 
 @registry.MODELS.register("universal_transformer")
+@keras.saving.register_keras_serializable(package="t2t_lite")
 class UniversalTransformer(transformer.Transformer):
     """Encoder and decoder each apply one shared block recurrently.
 

@@ -1,0 +1,299 @@
+"""Keras citizenship: every public layer and both models through one harness
+(`run_layer_test`): config round trip, .keras round trip, output shape, padding
+that changes nothing, a training step, and mixed precision."""
+
+import dataclasses
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t_lite import registry
+from t2t_lite.layers import (
+    act,
+    attention,
+    embedding,
+    facts,
+    masks,
+    transformer_layers,
+    transition,
+    universal,
+)
+
+C, H = 16, 4  # channels, heads
+BLOCK = transformer_layers.BlockConfig(
+    hidden_size=C,
+    filter_size=32,
+    num_heads=H,
+    norm_position="pre",
+    layer_prepostprocess_dropout=0.1,
+    attention_dropout=0.1,
+    relu_dropout=0.1,
+)
+
+
+def states(batch=2, length=5, seed=0):
+    return tf.random.stateless_normal([batch, length, C], [seed, 1])
+
+
+# The second row's last two positions are padding.
+NONPADDING = tf.constant([[1.0] * 5, [1.0, 1.0, 1.0, 0.0, 0.0]])
+BIAS = masks.nonpadding_bias(NONPADDING)  # [B, 1, 1, L]
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """A layer, how to run it on its test inputs, and the output shape."""
+
+    make: object  # () -> layer
+    run: object  # (layer, inputs, training) -> output tensor
+    inputs: tuple
+    shape: tuple
+    # Positions whose inputs may change without changing the others' outputs:
+    # (input index, [B, L] mask of padded positions); None: no padding semantics.
+    padding: tuple | None = None
+    # Position and step signals are float32 by design (added to the states, then cast).
+    float16_output: bool = True
+
+
+def _ut(halting: bool):
+    block = transformer_layers.EncoderBlock(BLOCK, name="block")
+    signal = universal.StepSignal("sinusoid", 4, C, name="step_signal")
+    ponder = act.AdaptiveComputationTime(4, 0.01, name="act") if halting else None
+    return universal.UniversalStack(block, 4, signal, "pre", halting=ponder, name="ut")
+
+
+def _run_ut(stack, inputs, training):
+    x, nonpadding = inputs
+    bias = masks.nonpadding_bias(nonpadding)
+    out, _ = stack.apply(
+        x, lambda y: stack.block(y, bias, training=training), 0, nonpadding, training=training
+    )
+    return out
+
+
+PADDED = tf.constant([[False] * 5, [False, False, False, True, True]])
+
+CASES = {
+    "attention": Case(
+        lambda: attention.MultiHeadAttention(C, H, 0.1, key_channels=8, max_relative_position=2),
+        lambda layer, i, training: layer(i[0], i[0], i[1], training=training),
+        (states(), BIAS),
+        (2, 5, C),
+    ),
+    "feed_forward": Case(
+        lambda: transition.FeedForward(C, 32, 0.1),
+        lambda layer, i, training: layer(i[0], training=training),
+        (states(),),
+        (2, 5, C),
+    ),
+    "separable_convolution": Case(
+        lambda: transition.SeparableConvolution(C, 32, 0.1, causal=True),
+        lambda layer, i, training: layer(i[0], i[1][..., None], training=training),
+        (states(), NONPADDING),
+        (2, 5, C),
+    ),
+    "residual": Case(
+        lambda: transformer_layers.Residual("post", 0.1),
+        lambda layer, i, training: layer.apply(i[0], lambda y: 2.0 * y, training=training),
+        (states(),),
+        (2, 5, C),
+    ),
+    "encoder_block": Case(
+        lambda: transformer_layers.EncoderBlock(BLOCK),
+        lambda layer, i, training: layer(i[0], BIAS, training=training),
+        (states(),),
+        (2, 5, C),
+        padding=(0, PADDED),
+    ),
+    "decoder_block": Case(
+        lambda: transformer_layers.DecoderBlock(BLOCK),
+        lambda layer, i, training: layer(i[0], i[1], masks.causal_bias(5), BIAS, training=training),
+        (states(), states(seed=1)),
+        (2, 5, C),
+        padding=(1, PADDED),  # padded encoder positions
+    ),
+    "stack": Case(
+        lambda: transformer_layers.Stack(
+            tuple(transformer_layers.EncoderBlock(BLOCK, name=f"layer_{i}") for i in range(2)),
+            "pre",
+        ),
+        lambda layer, i, training: layer(i[0], BIAS, training=training),
+        (states(),),
+        (2, 5, C),
+        padding=(0, PADDED),
+    ),
+    "step_signal": Case(
+        lambda: universal.StepSignal("learned", 4, C),
+        lambda layer, i, training: layer(i[0]),
+        (tf.constant(2),),
+        (1, 1, C),
+        float16_output=False,
+    ),
+    "universal_stack": Case(
+        lambda: _ut(halting=False),
+        _run_ut,
+        (states(), NONPADDING),
+        (2, 5, C),
+        padding=(0, PADDED),
+    ),
+    "universal_stack_act": Case(
+        lambda: _ut(halting=True),
+        _run_ut,
+        (states(), NONPADDING),
+        (2, 5, C),
+        padding=(0, PADDED),
+    ),
+    "shared_embedding": Case(
+        lambda: embedding.SharedEmbedding(11, C),
+        lambda layer, i, training: layer(i[0]),
+        (tf.constant([[3, 4, 1, 0], [5, 1, 0, 0]]),),
+        (2, 4, C),
+    ),
+    "learned_positions": Case(
+        lambda: embedding.LearnedPositions(8, C),
+        lambda layer, i, training: layer.signal(3, i[0]),
+        (tf.constant([[0, 1, 2], [5, 6, 7]]),),
+        (2, 3, C),
+        float16_output=False,
+    ),
+    "fact_embedding": Case(
+        lambda: facts.FactEmbedding(embedding.SharedEmbedding(11, C, name="words")),
+        lambda layer, i, training: layer(i[0])[0],
+        (tf.constant([[3, 4, 2, 5, 2, 1]]),),
+        None,
+    ),
+}
+
+
+@keras.saving.register_keras_serializable(package="t2t_lite_tests")
+class Holder(keras.Model):
+    """A user's model around one layer (the harness's .keras round trip)."""
+
+    def __init__(self, layer, case: str, **kwargs):
+        super().__init__(**kwargs)
+        self.layer, self.case = layer, case
+
+    def get_config(self):
+        layer = keras.saving.serialize_keras_object(self.layer)
+        return {**super().get_config(), "layer": layer, "case": self.case}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        layer = keras.saving.deserialize_keras_object(config.pop("layer"))
+        return cls(layer, **config)
+
+    def get_build_config(self):
+        return {"case": self.case}
+
+    def build_from_config(self, config):
+        self(None)
+
+    def call(self, inputs, training=False):
+        case = CASES[self.case]
+        return case.run(self.layer, case.inputs, training)
+
+
+def run_layer_test(name: str, tmp_path):
+    case = CASES[name]
+    layer = case.make()
+    out = case.run(layer, case.inputs, False)
+    if case.shape is not None:
+        assert tuple(out.shape) == case.shape
+    # The config round trip: JSON, and the same config from the rebuilt layer.
+    config = layer.get_config()
+    written = json.dumps(config, sort_keys=True)
+    clone = type(layer).from_config(json.loads(written))
+    case.run(clone, case.inputs, False)
+    assert json.dumps(clone.get_config(), sort_keys=True) == written
+    clone.set_weights(layer.get_weights())
+    np.testing.assert_allclose(case.run(clone, case.inputs, False), out, rtol=1e-6, atol=1e-6)
+    # The .keras round trip inside a user's model: the same outputs.
+    holder = Holder(layer, name)
+    path = str(tmp_path / f"{name}.keras")
+    holder(None)
+    holder.save(path)
+    loaded = keras.models.load_model(path)
+    assert type(loaded.layer) is type(layer)
+    np.testing.assert_allclose(loaded(None), out, rtol=1e-6, atol=1e-6)
+    # Padding: what a padded position holds changes no real position's output.
+    if case.padding is not None:
+        index, padded = case.padding
+        noisy = list(case.inputs)
+        noise = tf.random.stateless_normal(noisy[index].shape, [7, 7]) * 100.0
+        noisy[index] = tf.where(padded[..., None], noise, noisy[index])
+        changed = case.run(layer, tuple(noisy), False)
+        real = ~PADDED if index == 0 else tf.ones_like(PADDED)
+        np.testing.assert_allclose(
+            tf.boolean_mask(changed, real), tf.boolean_mask(out, real), rtol=1e-4, atol=1e-4
+        )
+    # A training step: every trainable weight gets a gradient, and the step changes the output.
+    if layer.trainable_weights:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.square(case.run(layer, case.inputs, True)))
+        grads = tape.gradient(loss, layer.trainable_weights)
+        missing = [w.path for w, g in zip(layer.trainable_weights, grads, strict=True) if g is None]
+        if name == "universal_stack_act":
+            # The halting unit's weights reach the output only through the step weights.
+            missing = [p for p in missing if "halting" not in p]
+        assert not missing
+        keras.optimizers.SGD(0.1).apply_gradients(
+            [(g, w) for g, w in zip(grads, layer.trainable_weights, strict=True) if g is not None]
+        )
+        assert not np.allclose(case.run(layer, case.inputs, False), out)
+    # Mixed precision: computed in float16, finite.
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        half = case.make()
+        cast = tuple(
+            tf.cast(x, tf.float16) if x.dtype == tf.float32 and x.shape.rank == 3 else x
+            for x in case.inputs
+        )
+        result = case.run(half, cast, False)
+        assert np.all(np.isfinite(tf.cast(result, tf.float32).numpy()))
+        assert result.dtype == (tf.float16 if case.float16_output else tf.float32), name
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_public_layer_round_trips_trains_and_runs_in_mixed_precision(name, tmp_path):
+    run_layer_test(name, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("model", "hparams_set"),
+    [
+        ("transformer", "transformer_test"),
+        ("universal_transformer", "universal_transformer_test"),
+        ("universal_transformer", "adaptive_universal_transformer_test"),
+    ],
+)
+def test_a_model_saved_as_keras_loads_with_identical_logits_and_cached_decodes(
+    model, hparams_set, tmp_path
+):
+    from t2t_lite import (
+        checkpoints,
+        models,  # noqa: F401  (registers the models)
+    )
+    from t2t_lite.decoding import decoder as decoder_lib
+
+    built = registry.MODELS.get(model)(registry.HPARAMS.get(hparams_set)(), 12)
+    checkpoints.build_model(built)
+    features = {"inputs": tf.constant([[3, 4, 5, 1, 0]]), "targets": tf.constant([[6, 7, 1, 0]])}
+    path = str(tmp_path / "model.keras")
+    built.save(path)
+    loaded = keras.models.load_model(path)
+    assert type(loaded) is type(built) and loaded.hparams == built.hparams
+    np.testing.assert_array_equal(loaded(features), built(features))
+    hp = decoder_lib.DecodeHParams(beam_size=2, extra_length=4, max_input_length=8)
+    inputs = tf.constant([[3, 4, 5, 1, 0, 0, 0, 0]])
+    ids, scores = decoder_lib.Decoder(built, hp).search(inputs)
+    ids2, scores2 = decoder_lib.Decoder(loaded, hp).search(inputs)
+    np.testing.assert_array_equal(ids, ids2)
+    np.testing.assert_allclose(scores, scores2, rtol=1e-6)
+    with pytest.raises(ValueError, match="t2t-export"):
+        loaded.export(str(tmp_path / "export"))
