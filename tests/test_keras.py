@@ -4,11 +4,13 @@ that changes nothing, a training step, and mixed precision."""
 
 import dataclasses
 import json
+import os
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import run_binary
 
 from t2t_lite import registry
 from t2t_lite.layers import (
@@ -297,3 +299,23 @@ def test_a_model_saved_as_keras_loads_with_identical_logits_and_cached_decodes(
     np.testing.assert_allclose(scores, scores2, rtol=1e-6)
     with pytest.raises(ValueError, match="t2t-export"):
         loaded.export(str(tmp_path / "export"))
+
+
+def test_t2t_export_writes_a_trained_run_as_a_keras_file(copy_run, tmp_path):
+    from t2t_lite import api
+    from t2t_lite.export import exporter
+
+    _, run = copy_run
+    done = run_binary(
+        "t2t-export", f"--output_dir={run}", f"--export_dir={tmp_path}", "--format=keras"
+    )
+    assert done.returncode == 0, done.stderr
+    path = done.stdout.strip().splitlines()[-1]
+    assert sorted(os.listdir(path)) == [exporter.KERAS_FILE, "t2t_lite_export.json", "vocab.txt"]
+    loaded = keras.models.load_model(os.path.join(path, exporter.KERAS_FILE))
+    trained = api.load(run)
+    features = {"inputs": tf.constant([[3, 4, 5, 1]]), "targets": tf.constant([[3, 4, 5, 1]])}
+    np.testing.assert_array_equal(loaded(features), trained.model(features))
+    with open(os.path.join(path, "vocab.txt")) as f:
+        tokens = f.read().splitlines()
+    assert tokens == trained.problem.graph_tokenizer("").vocabulary()

@@ -8,7 +8,9 @@ import contextlib
 import json
 import logging as py_logging
 import os
+import tempfile
 
+import keras
 import tensorflow as tf
 import tensorflow_text
 from absl import logging
@@ -22,8 +24,9 @@ from t2t_lite.export import ctranslate2_model, serving
 # Beside the SavedModel; TF Serving's loader ignores assets.extra except for warmup.
 METADATA_FILE = os.path.join("assets.extra", "t2t_lite_export.json")
 DEFAULT_DECODE_HPARAMS = "beam_size=4,alpha=0.6"
-SAVED_MODEL, CTRANSLATE2 = "saved_model", "ctranslate2"
-FORMATS = (SAVED_MODEL, CTRANSLATE2)
+SAVED_MODEL, CTRANSLATE2, KERAS = "saved_model", "ctranslate2", "keras"
+FORMATS = (SAVED_MODEL, CTRANSLATE2, KERAS)
+KERAS_FILE = "model.keras"  # with the vocabulary (vocab.txt) and t2t_lite_export.json
 # Beside a CTranslate2 model's files.
 CTRANSLATE2_METADATA_FILE = "t2t_lite_export.json"
 # An export is written as <export_dir>/.incomplete-<owner tag><version>
@@ -141,6 +144,9 @@ def _export(
                 temporary, model, tokenizer, hp, problem.vocab_size, metadata, xla_max_rows
             )
             last = "saved_model.pb"
+        elif export_format == KERAS:
+            _write_keras(temporary, model, tokenizer.vocabulary(), metadata)
+            last = KERAS_FILE
         else:
             _write_ctranslate2(temporary, model, tokenizer.vocabulary(), hp, metadata)
             last = "model.bin"
@@ -183,6 +189,24 @@ def _write_ctranslate2(temporary, model, tokens: list[str], hp, metadata: dict) 
         # translate_batch options that decode as t2t-decode does with these decode hparams.
         "translate_options": ctranslate2_model.translate_options(hp),
     }
+    files.write_atomically(
+        os.path.join(temporary, CTRANSLATE2_METADATA_FILE), json.dumps(metadata, indent=2) + "\n"
+    )
+
+
+def _write_keras(temporary, model, tokens: list[str], metadata: dict) -> None:
+    """The model in Keras's own format (keras.models.load_model reads it back,
+    the package imported), its vocabulary one token a line, and the metadata.
+    Keras writes a local file: on other filesystems it is written locally, then
+    copied."""
+    tf.io.gfile.makedirs(temporary)
+    with tempfile.TemporaryDirectory(prefix="t2t-keras-") as local:
+        written = os.path.join(local, KERAS_FILE)
+        model.save(written)
+        tf.io.gfile.copy(written, os.path.join(temporary, KERAS_FILE))
+    files.write_atomically(os.path.join(temporary, "vocab.txt"), "".join(t + "\n" for t in tokens))
+    metadata = {**metadata, "keras": keras.__version__}
+    del metadata["decode_hparams"]  # the file holds no search
     files.write_atomically(
         os.path.join(temporary, CTRANSLATE2_METADATA_FILE), json.dumps(metadata, indent=2) + "\n"
     )

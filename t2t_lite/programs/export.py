@@ -1,5 +1,6 @@
 """t2t-export: a trained run -> a SavedModel that TF Serving serves, text in, text out,
-or (--format=ctranslate2, Transformer runs) a CTranslate2 model directory."""
+(--format=ctranslate2, Transformer runs) a CTranslate2 model directory, or
+(--format=keras) the model as a .keras file that keras.models.load_model reads."""
 
 from absl import flags, logging
 
@@ -21,7 +22,8 @@ flags.DEFINE_string("data_dir", "", "The problem's data dir (where a vocabulary 
 flags.DEFINE_string(
     "format",
     "saved_model",
-    "saved_model (TF Serving) or ctranslate2 (a CTranslate2 model directory; transformer runs).",
+    "saved_model (TF Serving), ctranslate2 (a CTranslate2 model directory; transformer runs) "
+    "or keras (model.keras, vocab.txt: the Keras model, for keras.models.load_model).",
 )
 flags.DEFINE_integer(
     "xla_max_rows",
