@@ -39,7 +39,7 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_lite import files
-from t2t_lite.data import graph_tokenizer, problem, subword, text_problem, trees
+from t2t_lite.data import graph_tokenizer, problem, subword, text_problem, treebank_text, trees
 
 WSJ_NAME = re.compile(r"^wsj_(\d\d)\d\d\.mrg$", re.IGNORECASE)
 WSJ_SPLITS = {"train": range(2, 22), "dev": (22,), "test": (23,)}
@@ -241,7 +241,13 @@ class ParsingProblem(text_problem.Text2TextProblem):
         tokens = subword.load(os.path.join(directory, self.vocab_filename))
         self._tokenizer = graph_tokenizer.WordTokenizer(tokens, subword.UNK)
 
-    # Decoding: a tree over the input's words, whatever the model wrote.
+    # Decoding: raw text split as the treebank writes it, and a tree over the
+    # input's words, whatever the model wrote.
+
+    def input_lines(self, lines: list[str], hp) -> list[str]:
+        if hp.parse_input == "tokens":
+            return lines
+        return [" ".join(treebank_text.tokenize(line)) for line in lines]
 
     def output_line(self, source: str, text: str) -> str:
         words = source.split()

@@ -131,8 +131,8 @@ class Run:
         first; then the keywords (e.g. beam_size=4, alpha=0.6), each checked on
         its own. A line the problem cannot encode is a ValueError naming it.
         """
-        lines = _lines(lines)
         hp = _decode_settings(search, decode_hparams)
+        lines = self.problem.input_lines(_lines(lines), hp)
         if hp not in self._decoders:  # one traced search per setting
             self._decoders[hp] = decoder_lib.Decoder(self.model, hp)
         decoder = self._decoders[hp]

@@ -476,3 +476,77 @@ def test_an_input_holding_brackets_decodes_to_a_tree_that_reads_back():
         ".",
     ]
     assert evalb.score_lines([line], [line])["f1"] == 100.0
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("He didn't see the (red) car.", "He did n't see the -LRB- red -RRB- car ."),
+        ('"Yes," she said.', "`` Yes , '' she said ."),
+        ("I can't, won't: cannot.", "I ca n't , wo n't : can not ."),
+        ("They're 'quoted' in investors' money...", "They 're ` quoted ' in investors ' money ..."),
+        ("It's John's [sic] {x}.", "It 's John 's -LSB- sic -RSB- -LCB- x -RCB- ."),
+        (
+            "Profit rose 5% to US$1,000 at 10:30 a.m. at Acme Inc.",
+            ("Profit rose 5 % to US$ 1,000 at 10:30 a.m. at Acme Inc. ."),
+        ),
+        ("We\u2019re \u201cdone\u201d \u2014 mostly\u2026", "We 're `` done '' -- mostly ..."),
+        ("S&L shares, 62%-owned, fell; why?", "S&L shares , 62%-owned , fell ; why ?"),
+    ],
+)
+def test_raw_text_is_split_into_words_as_the_treebank_writes_them(text, words):
+    from t2t_lite.data import treebank_text
+
+    assert treebank_text.tokenize(text) == words.split()
+    # Text already split comes back unchanged.
+    assert treebank_text.tokenize(words) == words.split()
+
+
+def test_a_raw_sentence_parses_end_to_end_into_a_tree_that_reads_back(tmp_path):
+    """`He didn't see the (red) car.` through the Python API and t2t-decode: split
+    as the treebank writes it, one readable tree per line over those words;
+    parse_input=tokens keeps a tokenized line's words as they are."""
+    from t2t_lite import api
+    from t2t_lite.problems import datagen
+
+    bank = tmp_path / "bank"
+    write_treebank(bank, {f"f{i}.mrg": f"( {SENTENCES[i % 3]} )\n" * 2 for i in range(3)})
+    data, run = str(tmp_path / "data"), str(tmp_path / "run")
+    datagen.generate(
+        "parsing_from_files",
+        data,
+        train_files=[str(bank / "f0.mrg")],
+        dev_files=[str(bank / "f1.mrg")],
+        test_files=[str(bank / "f2.mrg")],
+    )
+    tiny = (
+        "num_hidden_layers=1,hidden_size=16,filter_size=32,num_heads=2,max_length=64,batch_size=256"
+    )
+    api.train("parsing_from_files", "transformer", "transformer_parsing_cpu", data, run,
+              hparams=tiny, train_steps=1, local_eval_frequency=1)  # fmt: skip
+    sentence = "He didn't see the (red) car."
+    expected = ["He", "did", "n't", "see", "the", "-LRB-", "red", "-RRB-", "car", "."]
+    parsed = api.load(run)
+    [line] = parsed.decode([sentence], beam_size=2, extra_length=20)
+    [(tree, _)] = trees.read_trees(line, "decoded")
+    assert tree.label == "TOP" and tree.words() == expected
+    assert evalb.score_lines([line], [line])["f1"] == 100.0
+    [kept] = parsed.decode(["a (b"], parse_input="tokens", extra_length=4)
+    assert trees.preprocess(next(trees.read_trees(kept, "d"))[0]).words() == ["a", "-LRB-b"]
+    source = tmp_path / "raw.txt"
+    source.write_text(sentence + "\n\n" + '"Stop," he said.\n')
+    out = tmp_path / "raw.trees"
+    done = run_binary(
+        "t2t-decode",
+        f"--output_dir={run}",
+        f"--decode_from_file={source}",
+        f"--decode_to_file={out}",
+        "--decode_hparams=beam_size=1,extra_length=20",
+    )
+    assert done.returncode == 0, done.stderr
+    first, empty, third = out.read_text().splitlines()
+    [(tree, _)] = trees.read_trees(first, "decoded")
+    assert tree.words() == expected
+    assert empty == ""
+    [(tree, _)] = trees.read_trees(third, "decoded")
+    assert tree.words() == ["``", "Stop", ",", "''", "he", "said", "."]

@@ -88,6 +88,13 @@ class Problem(abc.ABC):
         """decode_text of many outputs (a subword vocabulary decodes them together)."""
         return [self.decode_text(line) for line in ids]
 
+    def input_lines(self, lines: list[str], hp) -> list[str]:
+        """The lines a user gave to decode, as the model reads them (decode hparams
+        `hp`): as they are, but for a parsing problem's raw text, split into
+        the treebank's words."""
+        del hp
+        return lines
+
     def output_line(self, source: str, text: str) -> str:
         """What t2t-decode writes for the decoded `text` of the input line `source`:
         the text itself (a parsing problem makes a tree over the source's words)."""

@@ -19,6 +19,9 @@ MAX_LENGTH = 16_384
 MAX_BATCH_SIZE = 65_536
 
 
+PARSE_INPUTS = ("text", "tokens")
+
+
 @dataclasses.dataclass(frozen=True)
 class DecodeHParams:
     """--decode_hparams; names follow tensor2tensor."""
@@ -36,6 +39,10 @@ class DecodeHParams:
     # Longer inputs are truncated to this many symbols, with a warning naming
     # the line (the models have no hard limit; this bounds memory).
     max_input_length: int = 1024
+    # Parsing problems' input lines: "text", raw English split into words as
+    # the Penn Treebank writes them (data/treebank_text.py; text already split
+    # so comes back unchanged); "tokens", the line's words as they are.
+    parse_input: str = "text"
 
     def __post_init__(self):
         require = hparams_lib.require
@@ -57,6 +64,11 @@ class DecodeHParams:
         )
         require(self.top_k >= 0, "top_k", "must be >= 0")
         within("max_input_length", 1, MAX_LENGTH)
+        require(
+            self.parse_input in PARSE_INPUTS,
+            "parse_input",
+            f"must be one of {', '.join(PARSE_INPUTS)}, got {self.parse_input!r}",
+        )
         require(
             self.beam_size == 1 or (self.temperature == 0 and self.top_k == 0),
             "beam_size, temperature, top_k",

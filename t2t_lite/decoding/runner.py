@@ -100,7 +100,7 @@ def decode_file(
     if tf.io.gfile.isdir(output_path):
         raise ValueError(f"--decode_to_file {output_path!r} is a directory; name a file")
     errors: list[str] = []
-    lines = files.read_lines(input_path, errors)
+    lines = problem.input_lines(files.read_lines(input_path, errors), decoder.hp)
     inputs, encode_errors = encode_lines(problem, lines, input_path)
     errors += encode_errors
     outputs = decoder.decode_ids(inputs, input_path)
@@ -128,12 +128,13 @@ def decode_interactive(
             except UnicodeDecodeError:
                 print(f"error: <stdin>:{number}: not valid UTF-8", file=stdout, flush=True)
                 continue
-        inputs, errors = encode_lines(problem, [line.rstrip("\r\n")], "<stdin>", number)
+        [line] = problem.input_lines([line.rstrip("\r\n")], decoder.hp)
+        inputs, errors = encode_lines(problem, [line], "<stdin>", number)
         if errors:
             print(f"error: {errors[0]}", file=stdout, flush=True)
             continue
         hypotheses = decoder.decode_ids(inputs, "<stdin>", number)[0]
-        text = format_hypotheses(problem, hypotheses, decoder.hp, line.rstrip("\r\n"))
+        text = format_hypotheses(problem, hypotheses, decoder.hp, line)
         print(text, file=stdout, flush=True)
 
 

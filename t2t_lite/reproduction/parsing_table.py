@@ -130,7 +130,8 @@ def with_gold_tags(decoded: list[str], gold_path: str) -> list[str]:
 def run_score(run: str, data_dir: str, split: str, search: str) -> dict:
     """EVALB figures of a run's decode of the split's sentences (kept; module docstring)."""
     prob, model, checkpoint = run_dir.open_run(run)
-    hp = decoder_lib.decode_hparams(search)
+    # The split's sentences are the treebank's own words: read as they are.
+    hp = dataclasses.replace(decoder_lib.decode_hparams(search), parse_input="tokens")
     wanted = depends_on(checkpoint, prob, data_dir, split, hp)
     kept_path = os.path.join(run, KEPT_FILE.format(split=split))
     kept = stamp.kept_body(kept_path, wanted)
