@@ -126,6 +126,10 @@ class ParsingProblem(text_problem.Text2TextProblem):
 
     # Files.
 
+    @property
+    def tree_pos(self) -> str:
+        return self.pos
+
     def config_path(self, data_dir: str) -> str:
         return os.path.join(data_dir, f"{self.name}.files.json")
 
@@ -248,6 +252,24 @@ class ParsingProblem(text_problem.Text2TextProblem):
         if hp.parse_input == "tokens":
             return lines
         return [" ".join(treebank_text.tokenize(line)) for line in lines]
+
+    def decoded_lines(self, sources: list[str], ids: list[list[int]]) -> list[str]:
+        """As the base class; a count of the outputs that were not trees over their
+        sentences as written, and were repaired (an unconstrained search), is logged."""
+        texts = self.decode_texts(ids)
+        repaired = sum(
+            bool(source.split()) and not trees.is_tree_over(text.split(), len(source.split()))
+            for source, text in zip(sources, texts, strict=True)
+        )
+        if repaired:
+            logging.warning(
+                "%d of %d decoded line(s) were not trees over their sentences and were "
+                "repaired (the words slid into place); a tree-constrained search "
+                "(decode_hparams tree_constraint=True, the tensorflow engine) writes none.",
+                repaired,
+                len(texts),
+            )
+        return [self.output_line(s, text) for s, text in zip(sources, texts, strict=True)]
 
     def output_line(self, source: str, text: str) -> str:
         words = source.split()

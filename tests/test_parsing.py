@@ -8,7 +8,7 @@ import pytest
 from conftest import run_binary
 
 from t2t_lite.data import trees
-from t2t_lite.decoding import evalb
+from t2t_lite.decoding import evalb, runner
 
 MRG = """\
 ( (S
@@ -550,3 +550,71 @@ def test_a_raw_sentence_parses_end_to_end_into_a_tree_that_reads_back(tmp_path):
     assert empty == ""
     [(tree, _)] = trees.read_trees(third, "decoded")
     assert tree.words() == ["``", "Stop", ",", "''", "he", "said", "."]
+
+
+def test_the_tree_constraint_allows_only_what_keeps_a_tree_over_the_words():
+    import numpy as np
+    import tensorflow as tf
+
+    from t2t_lite.decoding import tree_constraint
+
+    tokens = ["<pad>", "<EOS>", "[UNK]", "(S", ")S", "(NP", ")NP", "XX", "dog"]
+    ids = {token: i for i, token in enumerate(tokens)}
+    inputs = tf.constant([[8, 8, 1]])  # two words, EOS
+
+    def allowed_after(written: str, pos: str = "normalize") -> set[str]:
+        constraint = tree_constraint.TreeConstraint(tokens, pos)
+        state = constraint.initial_state(inputs, extra_length=20)
+        for symbol in ["<pad>", *written.split()]:  # the start symbol first
+            state = constraint.advance(state, tf.constant([ids[symbol]]))
+        row = constraint.allowed(state).numpy()[0]
+        return {tokens[i] for i in np.flatnonzero(row)}
+
+    assert allowed_after("") == {"(S", "(NP"}  # a root first
+    assert allowed_after("(S") == {"(S", "(NP", "XX"}  # no empty constituent
+    assert allowed_after("(S (NP XX") == {"(S", "(NP", "XX", ")NP"}  # its own close only
+    assert allowed_after("(S (NP XX )NP XX") == {")S"}  # every word placed: close
+    assert allowed_after("(S (NP XX )NP XX )S") == {"<EOS>"}
+    assert allowed_after("(S XX XX", "word") == {")S"}
+    assert allowed_after("(S", "word") == {"(S", "(NP", "dog"}  # the next word itself
+    assert allowed_after("(S", "keep") == {"(S", "(NP", "[UNK]", "XX", "dog"}  # any tag
+
+
+@pytest.mark.parametrize("pos", ["keep", "normalize", "word"])
+def test_constrained_searches_write_trees_over_the_words_with_no_repair(tmp_path, pos, caplog):
+    """An untrained parser (one step): every greedy and beam decode is already
+    a tree over its sentence's words, before any repair."""
+    from t2t_lite import api
+    from t2t_lite.problems import datagen
+
+    name = {"keep": "parsing_from_files", "normalize": "parsing_from_files_xx"}.get(
+        pos, "parsing_from_files_words"
+    )
+    bank = tmp_path / "bank"
+    write_treebank(bank, {f"f{i}.mrg": f"( {SENTENCES[i % 3]} )\n" * 2 for i in range(3)})
+    data, run = str(tmp_path / "data"), str(tmp_path / "run")
+    datagen.generate(name, data, train_files=[str(bank / "f0.mrg")],
+                     dev_files=[str(bank / "f1.mrg")], test_files=[str(bank / "f2.mrg")])  # fmt: skip
+    tiny = (
+        "num_hidden_layers=1,hidden_size=16,filter_size=32,num_heads=2,max_length=64,batch_size=256"
+    )
+    api.train(name, "transformer", "transformer_parsing_cpu", data, run, hparams=tiny,
+              train_steps=1, local_eval_frequency=1)  # fmt: skip
+    parsed = api.load(run)
+    sentences = ["The dog barks .", "It rained .", "Ann sees a cat .", "a b c d e f g h"]
+    inputs = [parsed.problem.encode_text(s) for s in sentences]
+    for beam in (1, 3):
+        hp = f"beam_size={beam},extra_length=40,parse_input=tokens"
+        decoder = runner.make_decoder(parsed.model, hp, problem=parsed.problem)
+        for sentence, hypotheses in zip(sentences, decoder.decode_ids(inputs), strict=True):
+            symbols = parsed.problem.decode_text(hypotheses[0][0]).split()
+            assert trees.is_tree_over(symbols, len(sentence.split())), (beam, symbols)
+    # A decode that needed the repair is counted in a warning.
+    if pos == "normalize":
+        with caplog.at_level("WARNING"):
+            lines = parsed.problem.decoded_lines(
+                ["It rained .", "It rained ."],
+                [parsed.problem.encode_text(t) for t in ("(S XX XX XX )S", "(S XX )S")],
+            )
+        assert "1 of 2 decoded line(s) were not trees" in caplog.text
+        assert lines[1] == "(TOP (S (S (XX It)) (XX rained) (XX .)))"  # words slid under a new S

@@ -51,6 +51,9 @@ class Problem(abc.ABC):
     # Problems whose every input position has a label (`input_labels`), for
     # the auxiliary loss on the encoder's positions (input_label_loss_weight).
     has_input_labels = False
+    # Problems whose targets are linearized trees: how they write a word
+    # (trees.POS_MODES); decodes may then be held to well-formed trees.
+    tree_pos: str | None = None
 
     @abc.abstractmethod
     def generate_examples(

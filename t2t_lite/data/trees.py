@@ -217,6 +217,33 @@ def linearize(tree: Tree, pos: str = "keep") -> str:
     return " ".join(symbols)
 
 
+def is_tree_over(symbols: list[str], word_count: int) -> bool:
+    """Whether linearized symbols are one tree over exactly `word_count` words as
+    they stand: each close the innermost open's (`)X` for `(X`), no empty
+    constituent, one root, and one preterminal per word (what `repair` would
+    leave unchanged)."""
+    stack: list[list] = []  # [label, has a child]
+    roots = words = 0
+    for symbol in symbols:
+        if symbol.startswith("(") and len(symbol) > 1:
+            if not stack and roots:
+                return False
+            if stack:
+                stack[-1][1] = True
+            stack.append([symbol[1:], False])
+        elif symbol.startswith(")") and len(symbol) > 1:
+            if not stack or stack[-1][0] != symbol[1:] or not stack[-1][1]:
+                return False
+            stack.pop()
+            roots += not stack
+        else:
+            if not stack:
+                return False
+            stack[-1][1] = True
+            words += 1
+    return not stack and roots == 1 and words == word_count
+
+
 def repair(symbols: list[str], words: list[str]) -> Tree:
     """A well-formed tree over exactly `words`, from any sequence of output symbols.
 

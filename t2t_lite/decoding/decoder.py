@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from t2t_lite import hparams as hparams_lib
 from t2t_lite import progress, sequences
-from t2t_lite.decoding import search
+from t2t_lite.decoding import search, tree_constraint
 
 # Decode hparams' upper bounds: far above any use (the parsing paper's beam is
 # 21, its outputs input + 300 symbols), far below what exhausts a machine.
@@ -43,6 +43,10 @@ class DecodeHParams:
     # the Penn Treebank writes them (data/treebank_text.py; text already split
     # so comes back unchanged); "tokens", the line's words as they are.
     parse_input: str = "text"
+    # Parsing problems: the search writes only well-formed trees with one
+    # preterminal per input word (decoding/tree_constraint.py); False: any
+    # symbols, made a tree afterwards by the problem's repair.
+    tree_constraint: bool = True
 
     def __post_init__(self):
         require = hparams_lib.require
@@ -138,9 +142,16 @@ class Decoder:
     `xla_compile` says so, by default for at most XLA_MAX_ROWS search rows.
     """
 
-    def __init__(self, model: keras.Model, hp: DecodeHParams, xla_compile: bool | None = None):
+    def __init__(
+        self,
+        model: keras.Model,
+        hp: DecodeHParams,
+        xla_compile: bool | None = None,
+        constraint: tree_constraint.TreeConstraint | None = None,
+    ):
         self.model = model
         self.hp = hp
+        self.constraint = constraint  # what the search may write (None: anything)
         if xla_compile is None:
             xla_compile = hp.batch_size * hp.beam_size <= XLA_MAX_ROWS
         self.xla_compile = xla_compile
@@ -182,9 +193,17 @@ class Decoder:
         # Caches that grow with the output (attention and beam reordering cost
         # the prefix, not the maximum); XLA needs fixed shapes.
         cache = self.model.init_cache(encoded, bias, max_length if self.xla_compile else None)
+        constraint = self.constraint
+        if constraint is not None:
+            cache[tree_constraint.KEY] = constraint.initial_state(inputs, hp.extra_length)
 
         def step_fn(ids, index, cache):
-            logits, cache = self.model.decode_step(ids, index, cache)
+            tree = {k: v for k, v in cache.items() if k == tree_constraint.KEY}
+            model_cache = {k: v for k, v in cache.items() if k != tree_constraint.KEY}
+            logits, cache = self.model.decode_step(ids, index, model_cache)
+            if constraint is not None:  # the tree so far allows only some symbols
+                logits, tree = constraint.step(ids, logits, tree, search.NEG)
+                cache = {**cache, **tree}
             rows = tf.shape(ids)[0]
             vocab = tf.range(tf.shape(logits)[-1])  # [V]
             is_eos = vocab == sequences.EOS_ID  # [V]

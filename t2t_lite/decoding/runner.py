@@ -14,16 +14,21 @@ from absl import logging
 from t2t_lite import files, run_dir, sequences
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
-from t2t_lite.decoding import bleu, lm_eval
+from t2t_lite.decoding import bleu, lm_eval, tree_constraint
 from t2t_lite.decoding import decoder as decoder_lib
 from t2t_lite.decoding.options import DecodeOptions
 
 
 def make_decoder(
-    model: keras.Model, decode_hparams: str, xla_compile: bool | None = None
+    model: keras.Model,
+    decode_hparams: str,
+    xla_compile: bool | None = None,
+    problem: problem_lib.Problem | None = None,
 ) -> decoder_lib.Decoder:
-    """A decoder for `--decode_hparams`; xla_compile None: the Decoder's default."""
-    return decoder_lib.Decoder(model, decoder_lib.decode_hparams(decode_hparams), xla_compile)
+    """A decoder for `--decode_hparams`; xla_compile None: the Decoder's default;
+    a parsing `problem`'s decodes are held to trees (tree_constraint)."""
+    hp = decoder_lib.decode_hparams(decode_hparams)
+    return decoder_lib.Decoder(model, hp, xla_compile, tree_constraint.for_problem(problem, hp))
 
 
 def encode_lines(
@@ -224,7 +229,7 @@ def run(
         hp = decoder_lib.decode_hparams(options.decode_hparams)
         decoder = engines[options.engine](options.output_dir, path, problem, model, hp)
     else:
-        decoder = make_decoder(model, options.decode_hparams, options.xla_compile)
+        decoder = make_decoder(model, options.decode_hparams, options.xla_compile, problem)
     if options.decode_interactive:
         decode_interactive(decoder, problem, stdin or sys.stdin.buffer, stdout)
     elif options.decode_from_file:

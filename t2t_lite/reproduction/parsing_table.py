@@ -24,7 +24,7 @@ from t2t_lite import hparams as hparams_lib
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import trees
 from t2t_lite.decoding import decoder as decoder_lib
-from t2t_lite.decoding import evalb, runner
+from t2t_lite.decoding import evalb, runner, tree_constraint
 from t2t_lite.reproduction import comparison, seed_stats
 from t2t_lite.reproduction.entries import Entry
 
@@ -139,7 +139,8 @@ def run_score(run: str, data_dir: str, split: str, search: str) -> dict:
         return kept["figures"]
     words_path, gold_path = prob.gold_paths(data_dir, split)
     decoded = os.path.join(run, DECODED_FILE.format(split=split))
-    errors = runner.decode_file(decoder_lib.Decoder(model, hp), prob, words_path, decoded)
+    decoder = decoder_lib.Decoder(model, hp, constraint=tree_constraint.for_problem(prob, hp))
+    errors = runner.decode_file(decoder, prob, words_path, decoded)
     if errors:
         raise ValueError(f"{run}: decoding {words_path} failed: {errors[0]}")
     test = with_gold_tags(files.read_lines(decoded), gold_path)
