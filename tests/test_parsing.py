@@ -122,6 +122,7 @@ def test_any_output_is_repaired_into_a_tree_over_exactly_the_input_words(output,
 
 
 GOLD = "(TOP (S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. .)))"
+XX_TAGGED = "(TOP (S (NP (XX The) (XX dog)) (VP (XX barks)) (XX .)))"
 
 
 def test_evalb_counts_brackets_as_collins_prm_says():
@@ -195,6 +196,14 @@ def test_t2t_evalb_prints_one_json_line_and_refuses_unequal_files(tmp_path):
     done = run_binary("t2t-evalb", f"--gold_file={gold}", f"--test_file={test}")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "the gold file has 2 lines and the test file 1" in done.stderr.strip().splitlines()[-1]
+    # Every tag XX: EVALB's punctuation rule drops the sentence (the period is no
+    # longer punctuation); --gold_tags scores its brackets, all right here.
+    test.write_text(GOLD + "\n" + XX_TAGGED + "\n")
+    plain = json.loads(run_binary("t2t-evalb", f"--gold_file={gold}", f"--test_file={test}").stdout)
+    assert plain["errors"] == 1 and plain["sentences"] == 2
+    done = run_binary("t2t-evalb", f"--gold_file={gold}", f"--test_file={test}", "--gold_tags")
+    tagged = json.loads(done.stdout)
+    assert tagged["errors"] == 0 and tagged["f1"] == 100.0 and tagged["exact_match"] == 100.0
 
 
 def write_treebank(folder, names_and_trees):

@@ -30,6 +30,8 @@ instead of ending the run without totals.
 import dataclasses
 import json
 
+from t2t_lite.data import trees
+
 DELETE_LABELS = frozenset({"TOP", "-NONE-", ",", ":", "``", "''", "."})
 DELETE_LABELS_FOR_LENGTH = frozenset({"-NONE-"})
 EQUAL_LABELS = (("ADVP", "PRT"),)
@@ -261,3 +263,27 @@ def json_line(result: dict) -> str:
     short[f"len<={CUTOFF_LENGTH}"] = rounded(result[f"len<={CUTOFF_LENGTH}"])
     short["problems"] = len(result["problems"])
     return json.dumps(short)
+
+
+def with_gold_tags(gold_lines: list[str], test_lines: list[str]) -> list[str]:
+    """Each test tree with its gold tree's part-of-speech tags, so brackets are
+    scored on every sentence: EVALB deletes punctuation by its tag and drops a
+    sentence whose lengths then differ (a comma tagged NN, or every tag XX),
+    and tags are a tagger's business. A line that is not a tree, or whose
+    words differ in number from the gold's, is left as it is (EVALB counts it)."""
+    tagged = []
+    for gold_line, test_line in zip(gold_lines, test_lines, strict=True):
+        try:
+            [(gold, _)] = trees.read_trees(gold_line, "gold")
+            [(test, _)] = trees.read_trees(test_line, "test")
+        except (trees.TreeError, ValueError):
+            tagged.append(test_line)
+            continue
+        leaves, tags = test.preterminals(), gold.tags()
+        if len(leaves) != len(tags):
+            tagged.append(test_line)
+            continue
+        for leaf, tag in zip(leaves, tags, strict=True):
+            leaf.label = tag
+        tagged.append(test.bracketed())
+    return tagged

@@ -1,7 +1,7 @@
 """t2t-evalb: labelled bracket scores of parses against gold trees, as EVALB
 with COLLINS.prm computes them (one tree per line in both files).
 
-    t2t-evalb --gold_file=D/parsing_english_ptb-test.trees --test_file=test.decoded
+    t2t-evalb --gold_file=D/parsing_english_ptb-test.trees --test_file=test.decoded [--gold_tags]
 
 Prints one JSON line: recall, precision, f1, exact_match (complete match),
 tagging accuracy and crossing brackets for all sentences and for those of at
@@ -17,6 +17,13 @@ flags.DEFINE_string(
     "gold_file", None, "Gold trees, one per line (t2t-datagen's <problem>-<split>.trees)."
 )
 flags.DEFINE_string("test_file", None, "Parses to score, one per line, in the gold file's order.")
+flags.DEFINE_bool(
+    "gold_tags",
+    False,
+    "Score brackets with the gold trees' part-of-speech tags in the parses (a parser that "
+    "writes XX or mistags punctuation would otherwise lose sentences to EVALB's "
+    "punctuation rule), as t2t-compare's parsing table scores.",
+)
 flags.mark_flags_as_required(["gold_file", "test_file"])
 
 
@@ -27,7 +34,13 @@ def main(argv):
 
     def score():
         pair = ("gold_file", FLAGS.gold_file), ("test_file", FLAGS.test_file)
-        result = files.score_aligned(*pair, evalb.score_lines)
+
+        def score_lines(gold, test):
+            return evalb.score_lines(
+                gold, evalb.with_gold_tags(gold, test) if FLAGS.gold_tags else test
+            )
+
+        result = files.score_aligned(*pair, score_lines)
         for problem in result["problems"][:10]:
             logging.warning("line %s", problem)
         if len(result["problems"]) > 10:

@@ -112,19 +112,10 @@ def baseline_score(prob, data_dir: str, split: str) -> dict:
 
 
 def with_gold_tags(decoded: list[str], gold_path: str) -> list[str]:
-    """Decoded trees with the gold trees' tags, which is how the table scores
-    brackets. EVALB deletes punctuation by its tag and drops a sentence whose
-    lengths then differ, so a mistagged comma would take its sentence out of
-    the totals; trees decoded with every tag XX (parsing_from_files_xx) are
-    scored this way by Vinyals et al. (2015) too. t2t-evalb on the decoded
-    file scores the predicted tags, as EVALB does."""
-    tagged = []
-    for line, gold in zip(decoded, _gold_trees(gold_path), strict=True):
-        [(tree, _)] = trees.read_trees(line, "decoded")
-        for leaf, tag in zip(tree.preterminals(), gold.tags(), strict=True):
-            leaf.label = tag
-        tagged.append(trees.output_line(tree.children[0]))
-    return tagged
+    """Decoded trees with the gold trees' tags (evalb.with_gold_tags), which is how
+    the table scores brackets, as Vinyals et al. (2015) scored trees decoded with
+    every tag XX; `t2t-evalb --gold_tags` scores a decoded file the same way."""
+    return evalb.with_gold_tags(files.read_lines(gold_path), decoded)
 
 
 def run_score(run: str, data_dir: str, split: str, search: str) -> dict:
