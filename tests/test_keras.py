@@ -319,3 +319,40 @@ def test_t2t_export_writes_a_trained_run_as_a_keras_file(copy_run, tmp_path):
     with open(os.path.join(path, "vocab.txt")) as f:
         tokens = f.read().splitlines()
     assert tokens == trained.problem.graph_tokenizer("").vocabulary()
+
+
+def test_docs_keras_example_trains_a_ut_act_classifier_with_fit_saves_and_loads(
+    tmp_path, monkeypatch, capsys
+):
+    """docs/keras.md's example block, run as written (in a scratch directory)."""
+    import pathlib
+    import re
+
+    page = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "keras.md").read_text()
+    [code] = re.findall(r"```python\n(.*?)```", page, re.DOTALL)
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    exec(compile(code, "docs/keras.md", "exec"), namespace)  # noqa: S102
+    losses = namespace["history"].history["loss"]
+    assert losses[-1] < losses[0]  # fit trains it
+    ponder = namespace["loaded"].ponder_time(namespace["ids"][:8])
+    assert 1.0 <= ponder <= 6.0  # N + R of a position, at most max_steps
+    assert "ponder time" in capsys.readouterr().out
+
+
+def test_a_problems_fit_dataset_trains_a_transformer_with_keras_fit(small_data):
+    from t2t_lite import models  # noqa: F401  (registers the models)
+    from t2t_lite.data import problem as problem_lib
+
+    problem = problem_lib.get("test_identity_small")
+    hp = dataclasses.replace(registry.HPARAMS.get("transformer_test")(), max_length=8)
+    model = registry.MODELS.get("transformer")(hp, problem.vocab_size)
+    model.compile(
+        keras.optimizers.Adam(3e-3),
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+    )
+    data = problem.fit_dataset(small_data, "train", 64, max_length=8, seed=1)
+    features, targets = next(iter(data))
+    assert set(features) >= {"inputs", "targets"} and targets.shape == features["targets"].shape
+    history = model.fit(data, steps_per_epoch=15, epochs=3, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
