@@ -42,9 +42,9 @@ import common
 
 from t2t_lite import files
 from t2t_lite.data import trees
-from t2t_lite.decoding import evalb
 from t2t_lite.problems import parsing
 from t2t_lite.reproduction import parsing_table
+from t2t_lite.scoring import evalb
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("evalb_dir", "", "A folder with EVALB's evalb.c and COLLINS.prm.")

@@ -314,19 +314,6 @@ def read_lines(path: str, errors: list[str] | None = None) -> list[str]:
     return list(iter_lines(path, errors))
 
 
-def score_aligned(first: tuple[str, str], second: tuple[str, str], score):
-    """score(lines of first, lines of second) for two line-aligned files, each
-    given as (flag name, path), as the scoring programs take them; a
-    ValueError (misaligned, unscorable) names both flags and files."""
-    (first_flag, first_path), (second_flag, second_path) = first, second
-    try:
-        return score(read_lines(first_path), read_lines(second_path))
-    except ValueError as err:
-        raise ValueError(
-            f"--{first_flag} {first_path}, --{second_flag} {second_path}: {err}"
-        ) from None
-
-
 def read_text(path: str) -> str:
     """A whole UTF-8 file through tf.io.gfile, a leading byte-order mark dropped.
 

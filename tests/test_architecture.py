@@ -16,6 +16,7 @@ LEVELS = [
     ("models",),
     ("data",),
     ("problems",),
+    ("scoring",),
     ("experiment", "checkpoints", "stamp", "run_dir"),
     ("decoding",),
     ("training",),

@@ -8,7 +8,8 @@ import pytest
 from conftest import run_binary
 
 from t2t_lite.data import trees
-from t2t_lite.decoding import evalb, runner
+from t2t_lite.decoding import runner
+from t2t_lite.scoring import evalb
 
 MRG = """\
 ( (S

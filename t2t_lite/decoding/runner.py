@@ -14,9 +14,10 @@ from absl import logging
 from t2t_lite import files, run_dir, sequences
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
-from t2t_lite.decoding import bleu, lm_eval, tree_constraint
 from t2t_lite.decoding import decoder as decoder_lib
+from t2t_lite.decoding import lm_eval, tree_constraint
 from t2t_lite.decoding.options import DecodeOptions
+from t2t_lite.scoring import bleu
 
 
 def make_decoder(

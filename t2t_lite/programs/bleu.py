@@ -23,12 +23,11 @@ flags.mark_flags_as_required(["translation", "reference"])
 
 def main(argv):
     del argv
-    from t2t_lite import files
-    from t2t_lite.decoding import bleu
+    from t2t_lite.scoring import aligned, bleu
 
     def score():
         pair = ("translation", FLAGS.translation), ("reference", FLAGS.reference)
-        print(json.dumps(files.score_aligned(*pair, bleu.file_bleu)))
+        print(json.dumps(aligned.score_files(*pair, bleu.file_bleu)))
 
     cli.run("t2t-bleu", score)
 

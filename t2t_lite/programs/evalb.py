@@ -29,8 +29,7 @@ flags.mark_flags_as_required(["gold_file", "test_file"])
 
 def main(argv):
     del argv
-    from t2t_lite import files
-    from t2t_lite.decoding import evalb
+    from t2t_lite.scoring import aligned, evalb
 
     def score():
         pair = ("gold_file", FLAGS.gold_file), ("test_file", FLAGS.test_file)
@@ -40,7 +39,7 @@ def main(argv):
                 gold, evalb.with_gold_tags(gold, test) if FLAGS.gold_tags else test
             )
 
-        result = files.score_aligned(*pair, score_lines)
+        result = aligned.score_files(*pair, score_lines)
         for problem in result["problems"][:10]:
             logging.warning("line %s", problem)
         if len(result["problems"]) > 10:

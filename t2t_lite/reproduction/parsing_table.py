@@ -11,7 +11,7 @@ steps of one such layer; beyond the paper), then the paper's rows. Each run
 decodes the split's sentences (t2t-datagen's `<problem>-<split>.words`) with
 the search of --decode_hparams (the paper's, `parsing`, by default), every
 output made a tree over its sentence's words, and is scored against the gold
-trees by EVALB's rules (decoding/evalb.py). A run's decode and score are kept
+trees by EVALB's rules (scoring/evalb.py). A run's decode and score are kept
 in its directory (`parse_<split>.json`, with the checkpoint, data and search
 they came from) and read back while those are unchanged.
 """
@@ -24,9 +24,10 @@ from t2t_lite import hparams as hparams_lib
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import trees
 from t2t_lite.decoding import decoder as decoder_lib
-from t2t_lite.decoding import evalb, runner, tree_constraint
+from t2t_lite.decoding import runner, tree_constraint
 from t2t_lite.reproduction import comparison, seed_stats
 from t2t_lite.reproduction.entries import Entry
+from t2t_lite.scoring import evalb
 
 # The Transformer paper's Table 4: (parser, training, F1 on WSJ section 23).
 PAPER_TABLE4 = (

@@ -10,8 +10,8 @@ import tensorflow as tf
 from t2t_lite import sequences
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
-from t2t_lite.decoding import bleu
 from t2t_lite.decoding import decoder as decoder_lib
+from t2t_lite.scoring import bleu
 from t2t_lite.training import losses
 
 SUM = tf.distribute.ReduceOp.SUM
