@@ -269,9 +269,9 @@ class ParsingProblem(text_problem.Text2TextProblem):
                 repaired,
                 len(texts),
             )
-        return [self.output_line(s, text) for s, text in zip(sources, texts, strict=True)]
+        return [self.postprocess_decode(s, text) for s, text in zip(sources, texts, strict=True)]
 
-    def output_line(self, source: str, text: str) -> str:
+    def postprocess_decode(self, source: str, text: str) -> str:
         words = source.split()
         if not words:
             return ""

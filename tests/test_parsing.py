@@ -84,7 +84,7 @@ def test_a_words_target_decodes_to_a_tree_tagged_xx_over_the_input_words():
     from t2t_lite.data import problem
 
     # The decoder wrote one word wrong and one unknown: the tree takes the input's.
-    line = problem.get("parsing_from_files_words").output_line(
+    line = problem.get("parsing_from_files_words").postprocess_decode(
         "The dog barks .", "(S (NP The cat )NP (VP [UNK] )VP . )S"
     )
     assert line == "(TOP (S (NP (XX The) (XX dog)) (VP (XX barks)) (XX .)))"
@@ -474,7 +474,7 @@ def test_an_input_holding_brackets_decodes_to_a_tree_that_reads_back():
     from t2t_lite.data import problem
 
     source = "the ( board ) will a(b ."
-    line = problem.get("parsing_from_files").output_line(source, "(S DT ( NN ) MD NN . )S")
+    line = problem.get("parsing_from_files").postprocess_decode(source, "(S DT ( NN ) MD NN . )S")
     [(read, _)] = trees.read_trees(line, "decoded")
     assert trees.preprocess(read).words() == [
         "the",

@@ -98,16 +98,18 @@ class Problem(abc.ABC):
         del hp
         return lines
 
-    def output_line(self, source: str, text: str) -> str:
-        """What t2t-decode writes for the decoded `text` of the input line `source`:
-        the text itself (a parsing problem makes a tree over the source's words)."""
+    def postprocess_decode(self, source: str, text: str) -> str:
+        """What t2t-decode writes for the decoded `text` of the input line `source`.
+        The text itself by default; a problem may use the source: a parsing
+        problem builds a tree over the source's words from whatever symbols the
+        model wrote (trees.repair)."""
         del source
         return text
 
     def decoded_lines(self, sources: list[str], ids: list[list[int]]) -> list[str]:
         """What t2t-decode writes for each decode `ids[i]` of the input line `sources[i]`."""
         texts = self.decode_texts(ids)
-        return [self.output_line(s, text) for s, text in zip(sources, texts, strict=True)]
+        return [self.postprocess_decode(s, text) for s, text in zip(sources, texts, strict=True)]
 
     def decoded_line(self, source: str, ids: list[int]) -> str:
         return self.decoded_lines([source], [ids])[0]
