@@ -26,7 +26,7 @@ def t2t_steps(run_dir: str) -> list[int]:
     """The steps of t2t_lite's checkpoints in run_dir, oldest first."""
     from t2t_lite import checkpoints
 
-    return sorted(int(path.rsplit("-", 1)[1]) for path in checkpoints.by_step(run_dir))
+    return sorted(checkpoints.step_of(path) for path in checkpoints.by_step(run_dir))
 
 
 def onmt_steps(work: str) -> list[int]:

@@ -31,7 +31,6 @@ score with `t2t-evalb --gold_file=<...>.trees --test_file=<decoded>`.
 """
 
 import collections
-import json
 import os
 import re
 
@@ -39,7 +38,15 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_lite import files
-from t2t_lite.data import graph_tokenizer, problem, subword, text_problem, treebank_text, trees
+from t2t_lite.data import (
+    configured,
+    graph_tokenizer,
+    problem,
+    subword,
+    text_problem,
+    treebank_text,
+    trees,
+)
 
 WSJ_NAME = re.compile(r"^wsj_(\d\d)\d\d\.mrg$", re.IGNORECASE)
 WSJ_SPLITS = {"train": range(2, 22), "dev": (22,), "test": (23,)}
@@ -112,7 +119,7 @@ def split_files(train: list[str]) -> tuple[dict[str, list[str]], str]:
     return split, f"by file: the last {tenth} test, the {tenth} before them dev"
 
 
-class ParsingProblem(text_problem.Text2TextProblem):
+class ParsingProblem(configured.ConfiguredByFiles, text_problem.Text2TextProblem):
     """Words -> a linearized tree, from the treebank files configured for the data dir."""
 
     vocab_target_size = 16_000
@@ -130,8 +137,7 @@ class ParsingProblem(text_problem.Text2TextProblem):
     def tree_pos(self) -> str:
         return self.pos
 
-    def config_path(self, data_dir: str) -> str:
-        return os.path.join(data_dir, f"{self.name}.files.json")
+    reads = "your treebank"
 
     def configure(
         self,
@@ -173,16 +179,7 @@ class ParsingProblem(text_problem.Text2TextProblem):
         config = {split: list(paths) for split, paths in chosen.items()}
         config["split"] = how
         config["vocab_size"] = vocab_size or self.vocab_target_size
-        files.write_atomically(self.config_path(data_dir), json.dumps(config, indent=2))
-
-    def _config(self, data_dir: str) -> dict:
-        path = self.config_path(data_dir)
-        if not tf.io.gfile.exists(path):
-            raise ValueError(
-                f"problem {self.name!r} reads your treebank: run t2t-datagen "
-                f"--problem={self.name} --data_dir={data_dir} --train_files=... first"
-            )
-        return json.loads(files.read_text(path))
+        self.write_config(data_dir, config)
 
     def split_trees(self, data_dir: str, split: str):
         """(preprocessed tree, "file:line: tree N") of every tree of `split`'s files."""

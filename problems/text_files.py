@@ -12,21 +12,16 @@ into German). The file names are saved in the data dir
 (<problem>.files.json), so t2t-train can find them again.
 """
 
-import json
-import os
-
-import tensorflow as tf
 from absl import logging
 
 from t2t_lite import files
-from t2t_lite.data import problem, text_files, text_problem
+from t2t_lite.data import configured, problem, text_files, text_problem
 
 
-class FilesProblem(text_problem.Text2TextProblem):
+class FilesProblem(configured.ConfiguredByFiles, text_problem.Text2TextProblem):
     """Pairs from the files configured for the data dir."""
 
-    def config_path(self, data_dir: str) -> str:
-        return os.path.join(data_dir, f"{self.name}.files.json")
+    datagen_flags = "--train_files=... --dev_files=..."
 
     def configure(
         self, data_dir: str, train_files: list[str], dev_files: list[str], vocab_size: int = 0
@@ -48,16 +43,7 @@ class FilesProblem(text_problem.Text2TextProblem):
                     chosen[0],
                     chosen[1],
                 )
-        files.write_atomically(self.config_path(data_dir), json.dumps(config, indent=2))
-
-    def _config(self, data_dir: str) -> dict:
-        path = self.config_path(data_dir)
-        if not tf.io.gfile.exists(path):
-            raise ValueError(
-                f"problem {self.name!r} reads your files: run t2t-datagen --problem={self.name} "
-                f"--data_dir={data_dir} --train_files=... --dev_files=... first"
-            )
-        return json.loads(files.read_text(path))
+        self.write_config(data_dir, config)
 
     def generate_data(self, data_dir: str, seed: int = 1) -> dict[str, int]:
         self.vocab_target_size = int(self._config(data_dir)["vocab_size"])

@@ -22,15 +22,13 @@ order) as their reference; train holds every distinct pair of the others.
 
 import collections
 import hashlib
-import json
-import os
 import re
 
 import tensorflow as tf
 from absl import logging
 
 from t2t_lite import files
-from t2t_lite.data import problem, text_problem
+from t2t_lite.data import configured, problem, text_problem
 from t2t_lite.problems import gettext_catalogs
 
 HELD_OUT_PER_MILLE = 20
@@ -138,13 +136,14 @@ def _split(distinct: collections.Counter) -> dict[str, list[tuple[str, str]]]:
 
 
 @problem.register("translate_gettext")
-class TranslateGettext(text_problem.Text2TextProblem):
+class TranslateGettext(configured.ConfiguredByFiles, text_problem.Text2TextProblem):
     """Pairs of any language pair from gettext catalogs under the user's directories."""
 
     splits = {"train": (0, 10), "dev": (0, 1), "test": (0, 1)}
 
-    def config_path(self, data_dir: str) -> str:
-        return os.path.join(data_dir, f"{self.name}.catalogs.json")
+    config_suffix = ".catalogs.json"
+    reads = "gettext catalogs"
+    datagen_flags = "--train_files=DIR --language_pair=en-de"
 
     def configure_catalogs(
         self, data_dir: str, directories: list[str], language_pair: str, vocab_size: int = 0
@@ -159,17 +158,7 @@ class TranslateGettext(text_problem.Text2TextProblem):
             "target": target,
             "vocab_size": vocab_size or self.vocab_target_size,
         }
-        files.write_atomically(self.config_path(data_dir), json.dumps(config, indent=2))
-
-    def _config(self, data_dir: str) -> dict:
-        path = self.config_path(data_dir)
-        if not tf.io.gfile.exists(path):
-            raise ValueError(
-                f"problem {self.name!r} reads gettext catalogs: run t2t-datagen "
-                f"--problem={self.name} --data_dir={data_dir} --train_files=DIR "
-                "--language_pair=en-de first"
-            )
-        return json.loads(files.read_text(path))
+        self.write_config(data_dir, config)
 
     def generate_data(self, data_dir: str, seed: int = 1) -> dict[str, int]:
         config = self._config(data_dir)

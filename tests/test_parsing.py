@@ -628,3 +628,15 @@ def test_constrained_searches_write_trees_over_the_words_with_no_repair(tmp_path
             )
         assert "1 of 2 decoded line(s) were not trees" in caplog.text
         assert lines[1] == "(TOP (S (S (XX It)) (XX rained) (XX .)))"  # words slid under a new S
+
+
+def test_a_damaged_or_missing_files_configuration_is_one_line_naming_it(tmp_path):
+    from t2t_lite.data import problem
+
+    prob = problem.get("parsing_from_files")
+    data = str(tmp_path)
+    with pytest.raises(ValueError, match="reads your treebank: run t2t-datagen --problem=pars"):
+        prob.split_trees(data, "dev").__next__()
+    (tmp_path / "parsing_from_files.files.json").write_text("{not json")
+    with pytest.raises(ValueError, match=r"parsing_from_files\.files\.json: not t2t-datagen's"):
+        prob.split_trees(data, "dev").__next__()
