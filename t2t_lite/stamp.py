@@ -15,6 +15,15 @@ directory made with other flags); `describe` names the differences in one
 line. The parts shared by several kinds of result are made here:
 `checkpoint` (its name and content), `data` (a data dir and its files' state).
 
+Data is stamped two ways, on purpose. Results that live beside their data
+dir (metrics.json, decodes, parses) depend on the dir and its files' names,
+sizes and write times (`data`, `Problem.data_stamp`): cheap to check on
+every read, and data regenerated in place is other data. Records
+(`reproduction/records.py`) outlive the dir they were made from and are
+read on other machines, where paths and write times differ: they depend on
+the files' bytes (`Problem.data_fingerprint`, kept under the name `data`),
+so the same data anywhere matches, at the cost of reading it.
+
 Results kept before this form (metrics.json's "source", a decode's key
 fields at the top level, an average's "sources") read through a `legacy`
 function that turns the old object into the new form (`read`).
