@@ -218,14 +218,14 @@ def compare_one_row(tmp_path, key: str, problem_name: str):
     from t2t_lite import experiment, run_dir, sequences
     from t2t_lite.data import tfrecord
     from t2t_lite.decoding import runner
-    from t2t_lite.reproduction import comparison, greedy
+    from t2t_lite.reproduction import comparison, greedy, runs
 
     data_dir = str(tmp_path / "d")
     problem.get(problem_name).generate_data(data_dir, seed=3)
-    config = comparison.trainer.TrainConfig(train_steps=6, local_eval_frequency=3)
+    config = runs.trainer.TrainConfig(train_steps=6, local_eval_frequency=3)
     out = str(tmp_path / "o")
     table = comparison.compare(
-        comparison.Request(out, [key], [problem_name], data_dir, config, greedy_examples=-1)
+        runs.Request(out, [key], [problem_name], data_dir, config, greedy_examples=-1)
     )
     cells = [cell.strip() for cell in table.splitlines()[2].strip("|").split("|")]
     run = os.path.join(out, problem_name, key)
@@ -251,7 +251,7 @@ def compare_one_row(tmp_path, key: str, problem_name: str):
 
 
 def entry_experiment(key: str, problem_name: str):
-    """comparison.ENTRIES[key] resolved for problem_name, as `comparison.run` resolves it."""
-    from t2t_lite.reproduction import comparison
+    """comparison.ENTRIES[key] resolved for problem_name, as `runs.run` resolves it."""
+    from t2t_lite.reproduction import comparison, runs
 
-    return comparison.entry_experiment(comparison.ENTRIES[key], key, problem_name)
+    return runs.entry_experiment(comparison.ENTRIES[key], key, problem_name)

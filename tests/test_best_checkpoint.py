@@ -223,11 +223,11 @@ def test_the_split_is_evaluated_though_not_in_eval_splits(small_data, tmp_path):
 
 def compare_ut_length_depth(out: str, data: str, config, **request) -> str:
     """t2t-compare's table of one ut_length_depth run on test_identity_small."""
-    from t2t_lite.reproduction import comparison
+    from t2t_lite.reproduction import comparison, runs
 
     models, problems = ["ut_length_depth"], ["test_identity_small"]
     return comparison.compare(
-        comparison.Request(out, models, problems, data, config, greedy_examples=-1, **request)
+        runs.Request(out, models, problems, data, config, greedy_examples=-1, **request)
     )
 
 

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 from conftest import compare_one_row, entry_experiment
 
-from t2t_lite.reproduction import comparison, finished, seed_stats
+from t2t_lite.reproduction import comparison, finished, runs, seed_stats
 
 
 def results(char, seq, dev_seq, ponder=None):
@@ -109,9 +109,7 @@ def test_finished_runs_are_reused_only_for_the_same_experiment_data_and_seed(tmp
         )
 
     def config(steps=5, seed=1, minutes=0.0):
-        return comparison.trainer.TrainConfig(
-            train_steps=steps, random_seed=seed, train_minutes=minutes
-        )
+        return runs.trainer.TrainConfig(train_steps=steps, random_seed=seed, train_minutes=minutes)
 
     data = str(tmp_path / "data")
     run = finished_run(tmp_path, resolve(), data, seed=1)
@@ -191,15 +189,15 @@ def test_rerun_with_other_hparams_refuses_instead_of_printing_the_old_figures(
             json.dump(record, f)
         return results(0.5, 0.5, 0.5)
 
-    monkeypatch.setattr(comparison.trainer, "train", fake_train)
-    config = comparison.trainer.TrainConfig(train_steps=2)
+    monkeypatch.setattr(runs.trainer, "train", fake_train)
+    config = runs.trainer.TrainConfig(train_steps=2)
     entries = comparison.parse_entries(["transformer"])
     problem, out = "algorithmic_reverse_decimal20", str(tmp_path / "o")
-    comparison.run([problem], entries, str(tmp_path / "d"), out, config)
-    comparison.run([problem], entries, str(tmp_path / "d"), out, config)  # reused
+    runs.run([problem], entries, str(tmp_path / "d"), out, config)
+    runs.run([problem], entries, str(tmp_path / "d"), out, config)  # reused
     assert len(trained) == 1
     with pytest.raises(ValueError, match="holds a different experiment"):
-        comparison.run([problem], entries, str(tmp_path / "d"), out, config, hparams="num_heads=2")
+        runs.run([problem], entries, str(tmp_path / "d"), out, config, hparams="num_heads=2")
     assert len(trained) == 1
 
 
@@ -262,12 +260,12 @@ def test_several_seeds_print_median_and_range():
 
 
 def test_seeds_flag_is_checked():
-    assert comparison.parse_seeds([]) is None
-    assert comparison.parse_seeds(["3", "1"]) == [3, 1]
+    assert runs.parse_seeds([]) is None
+    assert runs.parse_seeds(["3", "1"]) == [3, 1]
     with pytest.raises(ValueError, match="--seeds: expected integers such as 1,2,3, got 1,x"):
-        comparison.parse_seeds(["1", "x"])
+        runs.parse_seeds(["1", "x"])
     with pytest.raises(ValueError, match="--seeds: 1,1 repeats a seed"):
-        comparison.parse_seeds(["1", "1"])
+        runs.parse_seeds(["1", "1"])
 
 
 def test_several_seeds_train_one_run_directory_each(tmp_path, monkeypatch):
@@ -277,18 +275,18 @@ def test_several_seeds_train_one_run_directory_each(tmp_path, monkeypatch):
         trained.append((run_dir, config.random_seed))
         return results(0.5, 0.5, 0.5)
 
-    monkeypatch.setattr(comparison.trainer, "train", fake_train)
-    config = comparison.trainer.TrainConfig(train_steps=2, random_seed=9)
+    monkeypatch.setattr(runs.trainer, "train", fake_train)
+    config = runs.trainer.TrainConfig(train_steps=2, random_seed=9)
     entries = comparison.parse_entries(["transformer"])
     problem = "algorithmic_reverse_decimal20"
-    rows = comparison.run([problem], entries, "d", str(tmp_path), config, [1, 2])
+    rows = runs.run([problem], entries, "d", str(tmp_path), config, [1, 2])
     assert trained == [
         (str(tmp_path / "seed1" / problem / "transformer"), 1),
         (str(tmp_path / "seed2" / problem / "transformer"), 2),
     ]
     assert rows[0]["seeds"] == [1, 2] and len(rows[0]["results"]) == 2
     trained.clear()
-    (row,) = comparison.run([problem], entries, "d", str(tmp_path / "one"), config)
+    (row,) = runs.run([problem], entries, "d", str(tmp_path / "one"), config)
     assert trained == [(str(tmp_path / "one" / problem / "transformer"), 9)]
     assert row["run_dir"] == trained[0][0] and row["results"]["dev"]["sequence_accuracy"] == 0.5
 
@@ -311,8 +309,8 @@ def test_missing_skip_tabulates_the_finished_runs_and_names_the_others(tmp_path,
             raise run_lock.RunLockedError(f"{run_dir!r} is being trained by pid 7")
         return results(0.5, 0.1, 1.0)
 
-    monkeypatch.setattr(comparison.trainer, "train", evaluation_only)
-    config = comparison.trainer.TrainConfig(train_steps=5)
+    monkeypatch.setattr(runs.trainer, "train", evaluation_only)
+    config = runs.trainer.TrainConfig(train_steps=5)
     for seed, char in ((1, 0.4), (3, 0.8)):  # the Transformer's seeds 1 and 3 finished
         run = seed_dir(seed, "transformer")
         os.rename(finished_run(tmp_path, entry_experiment("transformer", problem), data, seed), run)
@@ -330,7 +328,7 @@ def test_missing_skip_tabulates_the_finished_runs_and_names_the_others(tmp_path,
         (seed_dir(seed, model) / f"model.ckpt-{step}.index").write_bytes(b"")
     models = ["transformer", "universal_transformer"]
     table = comparison.compare(
-        comparison.Request(
+        runs.Request(
             str(tmp_path), models, [problem], data, config, ["1", "2", "3"], missing="skip"
         )
     )
@@ -345,22 +343,22 @@ def test_missing_skip_tabulates_the_finished_runs_and_names_the_others(tmp_path,
     assert not (tmp_path / "seed3" / problem / "universal_transformer").exists()
     with pytest.raises(ValueError, match="--missing: expected one of train, skip, got 'keep'"):
         comparison.compare(
-            comparison.Request(str(tmp_path), models, [problem], data, config, missing="keep")
+            runs.Request(str(tmp_path), models, [problem], data, config, missing="keep")
         )
 
 
 def test_hparams_apply_to_every_run_after_the_entrys_own(monkeypatch):
     seen = []
     monkeypatch.setattr(
-        comparison.trainer, "train", lambda exp, *_: seen.append(exp.hparams) or results(1, 1, 1)
+        runs.trainer, "train", lambda exp, *_: seen.append(exp.hparams) or results(1, 1, 1)
     )
-    config = comparison.trainer.TrainConfig(train_steps=2)
+    config = runs.trainer.TrainConfig(train_steps=2)
     entries = comparison.parse_entries(["transformer", "universal_transformer_offsets"])
-    comparison.run(["lte_copy"], entries, "d", "o", config, hparams="max_length=120")
+    runs.run(["lte_copy"], entries, "d", "o", config, hparams="max_length=120")
     assert [hp.max_length for hp in seen] == [120, 120]
     assert seen[1].position_start_index == "random" and seen[1].position_start_max == 400
     with pytest.raises(ValueError, match="max_length"):
-        comparison.run(["lte_copy"], entries, "d", "o", config, hparams="max_length=-1")
+        runs.run(["lte_copy"], entries, "d", "o", config, hparams="max_length=-1")
 
 
 def test_coupled_entries_couple_by_task_and_refuse_copy(tmp_path):
@@ -373,9 +371,9 @@ def test_coupled_entries_couple_by_task_and_refuse_copy(tmp_path):
     assert entry.hparams_for("k", "algorithmic_addition_binary20").endswith(
         "position_coupling=addition,position_separator_id=4"  # binary: 2 digits + 2 reserved
     )
-    config = comparison.trainer.TrainConfig(train_steps=1)
+    config = runs.trainer.TrainConfig(train_steps=1)
     with pytest.raises(ValueError, match="reverse and addition problems only, not algorithmic_id"):
-        comparison.run(["algorithmic_identity_decimal40"], [entry], "", str(tmp_path), config)
+        runs.run(["algorithmic_identity_decimal40"], [entry], "", str(tmp_path), config)
     assert not list(tmp_path.iterdir())
 
 
@@ -592,12 +590,12 @@ def test_a_search_for_a_table_that_does_not_take_one_is_refused(tmp_path):
     beam-4 figures for beam_size=1)."""
     from t2t_lite.reproduction import tables
 
-    config = comparison.trainer.TrainConfig(train_steps=2)
+    config = runs.trainer.TrainConfig(train_steps=2)
     for models, problems in (
         (["table3"], ["translate_from_files"]),
         (["transformer"], ["algorithmic_reverse_decimal20"]),
     ):
-        request = comparison.Request(
+        request = runs.Request(
             str(tmp_path), models, problems, str(tmp_path / "d"), config, search="beam_size=1"
         )
         with pytest.raises(ValueError, match="--decode_hparams=beam_size=1: only parsing tables"):

@@ -321,7 +321,7 @@ def test_the_papers_parsing_search_is_a_named_preset():
 @pytest.mark.slow
 def test_the_parsing_table_scores_each_run_by_evalb_and_keeps_the_scores(tmp_path, monkeypatch):
     from t2t_lite.problems import datagen
-    from t2t_lite.reproduction import comparison, parsing_table
+    from t2t_lite.reproduction import parsing_table, runs
     from t2t_lite.training import trainer
 
     bank = tmp_path / "bank"
@@ -346,7 +346,7 @@ def test_the_parsing_table_scores_each_run_by_evalb_and_keeps_the_scores(tmp_pat
         seeds = ["1", "2"]  # two runs: the cell is their median [min, max]
         problems = ["parsing_from_files"]
         return parsing_table.compare(
-            comparison.Request(
+            runs.Request(
                 str(out), rows, problems, data, config, seeds, tiny, split="dev", search=search
             )
         )

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.experiment import Experiment
-from t2t_lite.reproduction import comparison, records, translation
+from t2t_lite.reproduction import comparison, records, runs, translation
 from t2t_lite.reproduction.translation import ROWS, Figures
 from t2t_lite.training.config import TrainConfig
 
@@ -156,14 +156,14 @@ def test_an_algorithmic_table_prints_from_its_records_and_trains_them_no_more(
         trained.append((os.path.basename(run_dir), config.random_seed))
         return _results((0.6 if "universal" in run_dir else 0.3) + config.random_seed / 10)
 
-    monkeypatch.setattr(comparison.trainer, "train", train)
+    monkeypatch.setattr(runs.trainer, "train", train)
     config = TrainConfig(train_steps=5)
     models, seeds = ["transformer", "universal_transformer"], ["1", "2"]
     kept, out = str(tmp_path / "records"), str(tmp_path / "out")
 
     def table(**changes):
         return comparison.compare(
-            comparison.Request(
+            runs.Request(
                 out,
                 models,
                 [PROBLEM],
@@ -221,12 +221,12 @@ def test_a_record_keeps_the_runs_training_time_and_curves_and_a_table_draws_them
         _trained_run(run_dir, 5, 100.0 * k, [(5, 0.5 + k / 10), (2, 0.5)])
         return _results(0.3 + k / 10)
 
-    monkeypatch.setattr(comparison.trainer, "train", train)
+    monkeypatch.setattr(runs.trainer, "train", train)
     kept, out = str(tmp_path / "records"), str(tmp_path / "out")
 
     def table():
         return comparison.compare(
-            comparison.Request(
+            runs.Request(
                 out,
                 ["transformer"],
                 [PROBLEM],

@@ -15,7 +15,7 @@ from conftest import ROOT
 
 from t2t_lite import experiment, sequences
 from t2t_lite.data import problem
-from t2t_lite.reproduction import comparison, entries
+from t2t_lite.reproduction import entries, runs
 from t2t_lite.training import distribution, evaluation, steps, trainer
 
 VOCAB = 12
@@ -89,7 +89,7 @@ def test_train_and_eval_steps_are_traced_once_over_every_bucket_shape(permute_da
     each, traced once beforehand for any shape (steps.trace_for_every_shape, as
     the trainer does), not once per bucket; every loss finite."""
     prob = problem.get("test_permute_small")
-    exp = comparison.entry_experiment(entries.ENTRIES[key], key, "test_permute_small")
+    exp = runs.entry_experiment(entries.ENTRIES[key], key, "test_permute_small")
     batches = prob.dataset(
         permute_data, "test", 64, input_labels=exp.hparams.input_label_loss_weight > 0,
         length_bucket_step=1.0,

@@ -296,7 +296,7 @@ def test_the_learning_rate_decays_to_zero_at_the_budgets_end(small_data, tmp_pat
 def test_a_run_trained_past_the_asked_steps_is_refused_not_relabelled(small_data, tmp_path):
     # A run at step 2 asked for 1 step: training nothing and reporting step 2's
     # figures as step 1's would label them with the wrong budget.
-    from t2t_lite.reproduction import comparison, finished
+    from t2t_lite.reproduction import finished, runs
 
     out = str(tmp_path / "run")
     make_trainer(small_data, out, 2).train()
@@ -307,7 +307,7 @@ def test_a_run_trained_past_the_asked_steps_is_refused_not_relabelled(small_data
     with pytest.raises(ValueError, match=r"trained to step 2, past --train_steps=1"):
         finished.figures(out, shorter.experiment, small_data, config)
     with pytest.raises(ValueError, match=r"trained to step 2, past --train_steps=1"):
-        comparison._trained_through(out, config)
+        runs._trained_through(out, config)
     # The same budget, or a larger one, is no refusal.
     assert finished.figures(
         out, shorter.experiment, small_data, dataclasses.replace(config, train_steps=2)

@@ -12,7 +12,7 @@ from test_text_problems import generate, write_corpus
 
 from t2t_lite import checkpoints, experiment, run_dir
 from t2t_lite.decoding import runner
-from t2t_lite.reproduction import comparison, translation, translation_compare
+from t2t_lite.reproduction import comparison, runs, translation, translation_compare
 from t2t_lite.training.config import TrainConfig
 
 SMALL = "hidden_size=16,filter_size=32,num_heads=2,num_hidden_layers=1,batch_size=512"
@@ -26,7 +26,7 @@ def test_decode_only_rows_reuse_the_base_runs_and_bleu_is_sacrebleus_on_raw_text
     config = TrainConfig(train_steps=6, local_eval_frequency=3, save_checkpoints_steps=1)
     models = ["t3_base", "t3_greedy", "t3_average5"]
     table = translation_compare.compare(
-        comparison.Request(out, models, ["translate_from_files"], data_dir, config, hparams=SMALL)
+        runs.Request(out, models, ["translate_from_files"], data_dir, config, hparams=SMALL)
     )
     run = os.path.join(out, "translate_from_files", "t3_base")
     # One training run; the greedy and averaged rows decode it.
@@ -62,14 +62,14 @@ def test_decode_only_rows_reuse_the_base_runs_and_bleu_is_sacrebleus_on_raw_text
     # A rerun reuses the run and its decodes.
     kept = os.path.getmtime(os.path.join(run, "bleu_last_beam_size=1_dev.json"))
     again = translation_compare.compare(
-        comparison.Request(out, models, ["translate_from_files"], data_dir, config, hparams=SMALL)
+        runs.Request(out, models, ["translate_from_files"], data_dir, config, hparams=SMALL)
     )
     assert again == table
     assert os.path.getmtime(os.path.join(run, "bleu_last_beam_size=1_dev.json")) == kept
     # Read while other rows train: a row without a finished run is left out and named,
     # and nothing trains (no run directory appears for it).
     partial = translation_compare.compare(
-        comparison.Request(
+        runs.Request(
             out,
             ["t3_smoothing0", *models],
             ["translate_from_files"],
@@ -87,7 +87,7 @@ def test_decode_only_rows_reuse_the_base_runs_and_bleu_is_sacrebleus_on_raw_text
     kept = str(tmp_path / "records")
     assert (
         translation_compare.compare(
-            comparison.Request(
+            runs.Request(
                 out,
                 models,
                 ["translate_from_files"],
@@ -106,7 +106,7 @@ def test_decode_only_rows_reuse_the_base_runs_and_bleu_is_sacrebleus_on_raw_text
     shutil.copytree(data_dir, copy, copy_function=shutil.copyfile)
     # A run whose every row is recorded is not trained again (the default, --missing=train).
     recalled = translation_compare.compare(
-        comparison.Request(
+        runs.Request(
             out, models, ["translate_from_files"], copy, config, hparams=SMALL, records_dir=kept
         )
     )
@@ -118,7 +118,7 @@ def test_decode_only_rows_reuse_the_base_runs_and_bleu_is_sacrebleus_on_raw_text
     for other_data, steps in ((copy, 7), (_changed(copy, tmp_path), 6)):
         other = dataclasses.replace(config, train_steps=steps)
         none = translation_compare.compare(
-            comparison.Request(
+            runs.Request(
                 out,
                 models,
                 ["translate_from_files"],
@@ -158,14 +158,14 @@ def _changed(data_dir: str, tmp_path) -> str:
 def test_bad_translation_requests_are_one_line(models, problems, said, tmp_path):
     with pytest.raises(ValueError, match=said):
         translation_compare.compare(
-            comparison.Request(str(tmp_path), models, problems, str(tmp_path), TrainConfig())
+            runs.Request(str(tmp_path), models, problems, str(tmp_path), TrainConfig())
         )
 
 
 def test_translation_rows_and_other_models_are_compared_separately(tmp_path):
     with pytest.raises(ValueError, match="separately"):
         comparison.compare(
-            comparison.Request(
+            runs.Request(
                 str(tmp_path),
                 ["t3_base", "transformer"],
                 ["translate_from_files"],
@@ -175,7 +175,7 @@ def test_translation_rows_and_other_models_are_compared_separately(tmp_path):
         )
     with pytest.raises(ValueError, match="translation_compare"):
         comparison.compare(
-            comparison.Request(
+            runs.Request(
                 str(tmp_path), ["t3_base"], ["translate_from_files"], str(tmp_path), TrainConfig()
             )
         )

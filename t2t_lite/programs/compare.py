@@ -106,7 +106,7 @@ flags.mark_flags_as_required(["data_dir", "output_dir"])
 def main(argv):
     del argv
     logging.set_verbosity(logging.INFO)
-    from t2t_lite.reproduction import comparison, tables
+    from t2t_lite.reproduction import runs, tables
 
     def compare():
         config = TrainConfig(
@@ -117,7 +117,7 @@ def main(argv):
             save_checkpoints_steps=FLAGS.save_checkpoints_steps,
             keep_best=FLAGS.keep_best,
         )
-        request = comparison.Request(
+        request = runs.Request(
             output_dir=FLAGS.output_dir,
             models=FLAGS.models,
             problems=FLAGS.problems,

@@ -25,7 +25,7 @@ from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import trees
 from t2t_lite.decoding import decoder as decoder_lib
 from t2t_lite.decoding import runner, tree_constraint
-from t2t_lite.reproduction import comparison, seed_stats
+from t2t_lite.reproduction import runs, seed_stats
 from t2t_lite.reproduction.entries import Entry
 from t2t_lite.scoring import evalb
 
@@ -57,7 +57,7 @@ ENTRIES = {
 }
 BASELINE = "right_branching"
 TABLE = "parsing_table"  # every row
-DEFAULT_SEARCH = comparison.DEFAULT_SEARCH
+DEFAULT_SEARCH = runs.DEFAULT_SEARCH
 KEPT_FILE = "parse_{split}.json"
 DECODED_FILE = "parse_{split}.trees"
 
@@ -152,7 +152,7 @@ def depends_on(checkpoint: str, problem, data_dir: str, split: str, hp) -> dict:
     }
 
 
-def compare(request: comparison.Request) -> str:
+def compare(request: runs.Request) -> str:
     """The parsing table on one parsing problem's request.split -> its markdown
     (also output_dir/table.md); request.search: --decode_hparams of every decode."""
     seed_list = request.seed_list()
@@ -171,19 +171,19 @@ def compare(request: comparison.Request) -> str:
     decoder_lib.decode_hparams(search)  # a bad search fails before any training
     keys = parse_rows(models)
     trained = {ENTRIES[key]: key for key in keys if key in ENTRIES}
-    config = dataclasses.replace(config, eval_steps=comparison.EVAL_STEPS)
+    config = dataclasses.replace(config, eval_steps=runs.EVAL_STEPS)
     train = request.missing == "train"
-    rows = comparison.run(
+    rows = runs.run(
         problems, list(trained), data_dir, output_dir, config, seed_list, hparams, trained, train
     )
-    rows, left_out = comparison.finished_only(rows, trained)
+    rows, left_out = runs.finished_only(rows, trained)
     scores = {}
     for row in rows:
         key = trained[row["entry"]]
         scores[key] = [run_score(d, data_dir, split, search) for _, d, _ in seed_stats.runs(row)]
     if BASELINE in keys:
         scores[BASELINE] = [baseline_score(prob, data_dir, split)]
-    text = markdown(keys, scores, problem, split, search) + comparison.missing_note(left_out)
+    text = markdown(keys, scores, problem, split, search) + runs.missing_note(left_out)
     files.write_atomically(os.path.join(output_dir, "table.md"), text + "\n")
     return text
 

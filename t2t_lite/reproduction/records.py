@@ -302,7 +302,7 @@ def note(directory: str, runs: list[str]) -> str:
 
 
 def _runs_of(row: dict, seed: int) -> list[tuple[int | None, int, str]]:
-    """(index, seed, run directory) per run of a comparison row (`comparison.run`'s);
+    """(index, seed, run directory) per run of a comparison row (`runs.run`'s);
     a single run's seed is `seed`, its index None."""
     if "run_dirs" not in row:
         return [(None, seed, row["run_dir"])]
@@ -337,7 +337,7 @@ def recall_runs(store: RunRecords, rows: list[dict], names: dict, experiment_of,
 
 
 def keep_runs(store: RunRecords, rows: list[dict], names: dict, experiment_of, seed: int):
-    """Keeps every run's figures of `rows` (finished ones: `comparison.finished_only`)
+    """Keeps every run's figures of `rows` (finished ones: `runs.finished_only`)
     with its trail; a run read from its record leaves the record as it is."""
     for row in rows:
         problem, entry = row["problem"], row["entry"]

@@ -199,7 +199,7 @@ def trained_steps(run_dir: str) -> int:
 
 def table_rows(keys: list[str], trained: dict[str, dict], data_dir: str, split: str) -> list:
     """Per row key: (row, [Figures per seed]), from the trained rows' comparison
-    results (comparison.run's rows, by training key)."""
+    results (runs.run's rows, by training key)."""
     table = []
     # Per run dir: (params, steps, minutes); decode-only rows share their training row's.
     trainings: dict[str, tuple[int, int, float]] = {}

@@ -1,7 +1,7 @@
 """t2t-compare's translation rows: train (or read) the runs and print Table 3 or Table 7.
 
 The rows are `translation.ROWS`; each training row's runs are trained like
-every comparison's (`comparison.run`), and with --records each figure is
+every comparison's (`runs.run`), and with --records each figure is
 kept, and read back for a run that is not there (`records`).
 """
 
@@ -10,10 +10,10 @@ import os
 
 from t2t_lite import files
 from t2t_lite.data import problem as problem_lib
-from t2t_lite.reproduction import comparison, records, translation
+from t2t_lite.reproduction import records, runs, translation
 
 
-def compare(request: comparison.Request) -> str:
+def compare(request: runs.Request) -> str:
     """Table 3 / Table 7 rows on one translation problem: perplexity and BLEU on
     request.split beside the papers' -> table.md's markdown (also written to
     output_dir).
@@ -42,7 +42,7 @@ def compare(request: comparison.Request) -> str:
         files.check_writable_dir(records_dir, "--records")
     # Every run keeps the checkpoints an averaged row reads.
     keep = max(config.keep_checkpoint_max, translation.AVERAGE_LAST)
-    config = dataclasses.replace(config, eval_steps=comparison.EVAL_STEPS, keep_checkpoint_max=keep)
+    config = dataclasses.replace(config, eval_steps=runs.EVAL_STEPS, keep_checkpoint_max=keep)
     trained = translation.training_entries(keys)
     names = {entry: key for key, entry in trained.items()}
     kept = (
@@ -50,7 +50,7 @@ def compare(request: comparison.Request) -> str:
         if records_dir
         else None
     )
-    rows = comparison.run(
+    rows = runs.run(
         problems,
         list(trained.values()),
         data_dir,
@@ -62,14 +62,14 @@ def compare(request: comparison.Request) -> str:
         train=request.missing == "train",
         kept=kept.runs() if kept else frozenset(),
     )
-    rows, left_out = comparison.finished_only(rows, names)
+    rows, left_out = runs.finished_only(rows, names)
     by_key = {names[row["entry"]]: row for row in rows}
     present = [key for key in keys if (translation.ROWS[key].trains_as or key) in by_key]
     table = translation.table_rows(present, by_key, data_dir, split)
     note = ""
     if kept:
         table, left_out, note = kept.complete(table, left_out)
-    text = translation.markdown(table, split) + comparison.missing_note(left_out) + note
+    text = translation.markdown(table, split) + runs.missing_note(left_out) + note
     files.write_atomically(os.path.join(output_dir, "table.md"), text + "\n")
     return text
 
@@ -84,7 +84,7 @@ class _Kept:
         self.directory, self.keys, self.trained, self.problem = directory, keys, trained, problem
         self.data_dir, self.split, self.config = data_dir, split, config
         self.experiments = {
-            key: comparison.entry_experiment(entry, key, problem, hparams)
+            key: runs.entry_experiment(entry, key, problem, hparams)
             for key, entry in trained.items()
         }
         self.seeds = seed_list or [config.random_seed]
