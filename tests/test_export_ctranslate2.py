@@ -207,7 +207,7 @@ def test_what_ctranslate2_cannot_run_is_refused_in_one_line(tmp_path):
     )
     assert result.returncode == 1
     assert (
-        "t2t-export: error: --format must be one of saved_model, ctranslate2, got 'onnx'"
+        "t2t-export: error: --format must be one of saved_model, ctranslate2, keras, got 'onnx'"
         in result.stderr.splitlines()
     )
     assert not os.path.exists(tmp_path / "e" / "1")

@@ -270,8 +270,10 @@ def test_every_public_layer_round_trips_trains_and_runs_in_mixed_precision(name,
     ("model", "hparams_set"),
     [
         ("transformer", "transformer_test"),
-        ("universal_transformer", "universal_transformer_test"),
-        ("universal_transformer", "adaptive_universal_transformer_test"),
+        pytest.param("universal_transformer", "universal_transformer_test", marks=pytest.mark.slow),
+        pytest.param(
+            "universal_transformer", "adaptive_universal_transformer_test", marks=pytest.mark.slow
+        ),
     ],
 )
 def test_a_model_saved_as_keras_loads_with_identical_logits_and_cached_decodes(
@@ -340,6 +342,7 @@ def test_docs_keras_example_trains_a_ut_act_classifier_with_fit_saves_and_loads(
     assert "ponder time" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_problems_fit_dataset_trains_a_transformer_with_keras_fit(small_data):
     from t2t_lite import models  # noqa: F401  (registers the models)
     from t2t_lite.data import problem as problem_lib
@@ -354,5 +357,5 @@ def test_a_problems_fit_dataset_trains_a_transformer_with_keras_fit(small_data):
     data = problem.fit_dataset(small_data, "train", 64, max_length=8, seed=1)
     features, targets = next(iter(data))
     assert set(features) >= {"inputs", "targets"} and targets.shape == features["targets"].shape
-    history = model.fit(data, steps_per_epoch=15, epochs=3, verbose=0)
+    history = model.fit(data, steps_per_epoch=10, epochs=2, verbose=0)
     assert history.history["loss"][-1] < history.history["loss"][0]

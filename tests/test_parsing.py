@@ -512,6 +512,7 @@ def test_raw_text_is_split_into_words_as_the_treebank_writes_them(text, words):
     assert treebank_text.tokenize(words) == words.split()
 
 
+@pytest.mark.slow
 def test_a_raw_sentence_parses_end_to_end_into_a_tree_that_reads_back(tmp_path):
     """`He didn't see the (red) car.` through the Python API and t2t-decode: split
     as the treebank writes it, one readable tree per line over those words;
@@ -590,7 +591,14 @@ def test_the_tree_constraint_allows_only_what_keeps_a_tree_over_the_words():
     assert allowed_after("(S", "keep") == {"(S", "(NP", "[UNK]", "XX", "dog"}  # any tag
 
 
-@pytest.mark.parametrize("pos", ["keep", "normalize", "word"])
+@pytest.mark.parametrize(
+    "pos",
+    [
+        "normalize",
+        pytest.param("keep", marks=pytest.mark.slow),
+        pytest.param("word", marks=pytest.mark.slow),
+    ],
+)
 def test_constrained_searches_write_trees_over_the_words_with_no_repair(tmp_path, pos, caplog):
     """An untrained parser (one step): every greedy and beam decode is already
     a tree over its sentence's words, before any repair."""
