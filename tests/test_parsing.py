@@ -223,6 +223,38 @@ SENTENCES = [
 ]
 
 
+TINY_PARSER = (
+    "num_hidden_layers=1,hidden_size=16,filter_size=32,num_heads=2,max_length=64,batch_size=256"
+)
+
+
+def tiny_treebank_data(tmp_path, name: str = "parsing_from_files") -> str:
+    """SENTENCES' trees as a three-file treebank (train, dev, test) -> a data dir."""
+    from t2t_lite.problems import datagen
+
+    bank = tmp_path / "bank"
+    write_treebank(bank, {f"f{i}.mrg": f"( {SENTENCES[i % 3]} )\n" * 2 for i in range(3)})
+    data = str(tmp_path / "data")
+    datagen.generate(
+        name,
+        data,
+        train_files=[str(bank / "f0.mrg")],
+        dev_files=[str(bank / "f1.mrg")],
+        test_files=[str(bank / "f2.mrg")],
+    )
+    return data
+
+
+def tiny_parser(tmp_path, name: str = "parsing_from_files") -> str:
+    """A one-layer parser trained one step on `tiny_treebank_data` -> its run dir."""
+    from t2t_lite import api
+
+    data, run = tiny_treebank_data(tmp_path, name), str(tmp_path / "run")
+    api.train(name, "transformer", "transformer_parsing_cpu", data, run, hparams=TINY_PARSER,
+              train_steps=1, local_eval_frequency=1)  # fmt: skip
+    return run
+
+
 def test_the_wsj_sections_split_and_otherwise_the_last_files_are_dev_and_test():
     from t2t_lite.problems import parsing
 
@@ -320,24 +352,12 @@ def test_the_papers_parsing_search_is_a_named_preset():
 
 @pytest.mark.slow
 def test_the_parsing_table_scores_each_run_by_evalb_and_keeps_the_scores(tmp_path, monkeypatch):
-    from t2t_lite.problems import datagen
     from t2t_lite.reproduction import parsing_table, runs
     from t2t_lite.training import trainer
 
-    bank = tmp_path / "bank"
-    write_treebank(bank, {f"f{i}.mrg": f"( {SENTENCES[i % 3]} )\n" * 2 for i in range(3)})
-    data = str(tmp_path / "data")
-    datagen.generate(
-        "parsing_from_files",
-        data,
-        train_files=[str(bank / "f0.mrg")],
-        dev_files=[str(bank / "f1.mrg")],
-        test_files=[str(bank / "f2.mrg")],
-    )
+    data = tiny_treebank_data(tmp_path)
     out = tmp_path / "out"
-    tiny = (
-        "num_hidden_layers=1,hidden_size=16,filter_size=32,num_heads=2,max_length=64,batch_size=256"
-    )
+    tiny = TINY_PARSER
     config = trainer.TrainConfig(train_steps=1, local_eval_frequency=1)
     search = "beam_size=2,extra_length=12"
 
@@ -518,23 +538,8 @@ def test_a_raw_sentence_parses_end_to_end_into_a_tree_that_reads_back(tmp_path):
     as the treebank writes it, one readable tree per line over those words;
     parse_input=tokens keeps a tokenized line's words as they are."""
     from t2t_lite import api
-    from t2t_lite.problems import datagen
 
-    bank = tmp_path / "bank"
-    write_treebank(bank, {f"f{i}.mrg": f"( {SENTENCES[i % 3]} )\n" * 2 for i in range(3)})
-    data, run = str(tmp_path / "data"), str(tmp_path / "run")
-    datagen.generate(
-        "parsing_from_files",
-        data,
-        train_files=[str(bank / "f0.mrg")],
-        dev_files=[str(bank / "f1.mrg")],
-        test_files=[str(bank / "f2.mrg")],
-    )
-    tiny = (
-        "num_hidden_layers=1,hidden_size=16,filter_size=32,num_heads=2,max_length=64,batch_size=256"
-    )
-    api.train("parsing_from_files", "transformer", "transformer_parsing_cpu", data, run,
-              hparams=tiny, train_steps=1, local_eval_frequency=1)  # fmt: skip
+    run = tiny_parser(tmp_path)
     sentence = "He didn't see the (red) car."
     expected = ["He", "did", "n't", "see", "the", "-LRB-", "red", "-RRB-", "car", "."]
     parsed = api.load(run)
@@ -603,21 +608,11 @@ def test_constrained_searches_write_trees_over_the_words_with_no_repair(tmp_path
     """An untrained parser (one step): every greedy and beam decode is already
     a tree over its sentence's words, before any repair."""
     from t2t_lite import api
-    from t2t_lite.problems import datagen
 
     name = {"keep": "parsing_from_files", "normalize": "parsing_from_files_xx"}.get(
         pos, "parsing_from_files_words"
     )
-    bank = tmp_path / "bank"
-    write_treebank(bank, {f"f{i}.mrg": f"( {SENTENCES[i % 3]} )\n" * 2 for i in range(3)})
-    data, run = str(tmp_path / "data"), str(tmp_path / "run")
-    datagen.generate(name, data, train_files=[str(bank / "f0.mrg")],
-                     dev_files=[str(bank / "f1.mrg")], test_files=[str(bank / "f2.mrg")])  # fmt: skip
-    tiny = (
-        "num_hidden_layers=1,hidden_size=16,filter_size=32,num_heads=2,max_length=64,batch_size=256"
-    )
-    api.train(name, "transformer", "transformer_parsing_cpu", data, run, hparams=tiny,
-              train_steps=1, local_eval_frequency=1)  # fmt: skip
+    run = tiny_parser(tmp_path, name)
     parsed = api.load(run)
     sentences = ["The dog barks .", "It rained .", "Ann sees a cat .", "a b c d e f g h"]
     inputs = [parsed.problem.encode_text(s) for s in sentences]

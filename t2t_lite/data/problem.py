@@ -217,20 +217,13 @@ class Problem(abc.ABC):
 
     # Pipelines.
 
-    def fit_dataset(
-        self,
-        data_dir: str,
-        split: str,
-        batch_size: int,
-        max_length: int | None = None,
-        seed: int | None = None,
-    ) -> tf.data.Dataset:
-        """`dataset`'s batches as Keras's `fit` takes them: (features, targets),
-        where a model's call(features) gives logits [B, T, V] for targets [B, T]
-        (PAD, 0, to be ignored: `SparseCategoricalCrossentropy(from_logits=True,
-        ignore_class=0)`). The train split repeats forever: give
-        `steps_per_epoch`."""
-        batches = self.dataset(data_dir, split, batch_size, max_length=max_length, seed=seed)
+    def fit_dataset(self, data_dir: str, split: str, batch_size: int, **options) -> tf.data.Dataset:
+        """`dataset`'s batches (`options`: its keywords) as Keras's `fit` takes them:
+        (features, targets), where a model's call(features) gives logits [B, T, V]
+        for targets [B, T] (PAD, 0, to be ignored: `SparseCategoricalCrossentropy(
+        from_logits=True, ignore_class=0)`). The train split repeats forever:
+        give `steps_per_epoch`."""
+        batches = self.dataset(data_dir, split, batch_size, **options)
         return batches.map(lambda features: (features, features["targets"]))
 
     def dataset(
