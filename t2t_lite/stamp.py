@@ -13,7 +13,8 @@ the ones wanted now (a name the kept object lacks differs). The caller
 decides what a difference means (make the result again, or refuse a run
 directory made with other flags); `describe` names the differences in one
 line. The parts shared by several kinds of result are made here:
-`checkpoint` (its name and content), `data` (a data dir and its files' state).
+`checkpoint` (its name and content), `data` (a data dir and its files' state),
+`decode` (a search's resolved settings).
 
 Data is stamped two ways, on purpose. Results that live beside their data
 dir (metrics.json, decodes, parses) depend on the dir and its files' names,
@@ -38,6 +39,7 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_lite import checkpoints, files
+from t2t_lite import hparams as hparams_lib
 
 DEPENDS_ON = "depends_on"
 _NONE = object()  # a name one side lacks
@@ -61,6 +63,13 @@ def checkpoint(path: str) -> dict:
         "checkpoint": os.path.basename(path),
         "checkpoint_fingerprint": checkpoints.fingerprint(path),
     }
+
+
+def decode(hp) -> dict:
+    """What a result decoded with the resolved settings `hp` (a DecodeHParams)
+    depends on: every setting's value, so one search spelled two ways is one
+    search, and a changed default is another."""
+    return normalized(hparams_lib.to_dict(hp))
 
 
 def data(problem, data_dir: str) -> dict:

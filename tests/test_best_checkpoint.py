@@ -236,10 +236,10 @@ def test_t2t_compare_with_keep_best_prints_and_records_the_best_checkpoints_figu
     tmp_path, monkeypatch
 ):
     from t2t_lite.data import problem as problem_lib
-    from t2t_lite.reproduction import comparison
+    from t2t_lite.reproduction import runs
 
     # Periodic evaluations of one batch: the choice must read the whole split anyway.
-    monkeypatch.setattr(comparison, "EVAL_STEPS", 1)
+    monkeypatch.setattr(runs, "EVAL_STEPS", 1)
     # No later evaluation improves on the first: step 3 is kept, not the last (whose
     # figures would equal the final evaluation's whatever chose it).
     monkeypatch.setattr(best.Spec, "better", lambda self, value, than: False)

@@ -313,3 +313,42 @@ def test_every_kind_of_kept_result_is_made_again_when_any_dependency_changes(tmp
             "positions": ({"positions": 32}, ["output_positions"]),
         },
     )
+
+
+def test_a_search_is_kept_in_one_resolved_form_and_a_records_old_text_form_still_reads(tmp_path):
+    """What a decode depends on is the resolved settings: two spellings of one
+    search are one; a translation record kept with the flag's text (the lab's
+    docs/records) is read as its resolved form, and rewritten in it."""
+    from t2t_lite.decoding import decoder as decoder_lib
+    from t2t_lite.reproduction import translation
+
+    def resolved(text):
+        return stamp.decode(decoder_lib.decode_hparams(text))
+
+    assert resolved("beam_size=4,alpha=0.6") == resolved("alpha=0.6,beam_size=4,batch_size=32")
+    assert resolved("beam_size=4") != resolved("beam_size=4,alpha=0.7")
+    relative = os.path.join("translate_gettext", "dev", "t3_base", "seed1.json")
+    copy = tmp_path / "records" / relative
+    copy.parent.mkdir(parents=True)
+    shutil.copy(os.path.join(ROOT, "docs", "records", relative), copy)
+    kept, body = stamp.read(str(copy))
+    assert kept["decode"] == "beam_size=4,alpha=0.6"  # the old form
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "experiment.json").write_text(json.dumps(kept["experiment"]))
+    exp = Experiment.load(str(run))
+    store = records.Records(
+        str(tmp_path / "records" / "translate_gettext"),
+        split="dev",
+        data=kept["data"],
+        train_steps=kept["train_steps"],
+        train_minutes=kept["train_minutes"],
+    )
+    row = translation.ROWS["t3_base"]
+    figures = store.recall("t3_base", row, exp, 1)
+    assert figures is not None and figures.bleu == body["bleu"]
+    store.keep("t3_base", row, exp, 1, figures)
+    assert stamp.read(str(copy))[0]["decode"] == resolved(row.decode)
+    assert store.recall("t3_base", row, exp, 1) == figures
+    other = dataclasses.replace(row, decode="beam_size=4,alpha=0.7")
+    assert store.recall("t3_base", other, exp, 1) is None

@@ -10,6 +10,7 @@ it came from, so a rerun of the table decodes only new checkpoints.
 import os
 
 from t2t_lite import experiment, run_dir, stamp
+from t2t_lite.decoding import decoder as decoder_lib
 from t2t_lite.decoding import runner
 
 # <run_dir>/<name>_<split>.json: char_accuracy, sequence_accuracy, examples
@@ -60,12 +61,12 @@ def depends_on(
 ) -> dict:
     """What a decoded result depends on: the checkpoint (its name and content), the
     data dir and its files (regenerated data is other data), the example count
-    and the decode setting."""
+    and the decode settings, resolved (`stamp.decode`)."""
     return {
         **stamp.checkpoint(checkpoint),
         **stamp.data(problem, data_dir),
         "max_examples": max_examples,
-        "decode_hparams": decode_hparams,
+        "decode_hparams": stamp.decode(decoder_lib.decode_hparams(decode_hparams)),
     }
 
 

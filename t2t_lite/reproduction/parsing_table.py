@@ -20,7 +20,6 @@ import dataclasses
 import os
 
 from t2t_lite import files, run_dir, stamp
-from t2t_lite import hparams as hparams_lib
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import trees
 from t2t_lite.decoding import decoder as decoder_lib
@@ -148,7 +147,7 @@ def depends_on(checkpoint: str, problem, data_dir: str, split: str, hp) -> dict:
         **stamp.checkpoint(checkpoint),
         **stamp.data(problem, data_dir),
         "split": split,
-        "decode_hparams": hparams_lib.to_dict(hp),
+        "decode_hparams": stamp.decode(hp),
     }
 
 

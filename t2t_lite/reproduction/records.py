@@ -30,6 +30,7 @@ from t2t_lite import hparams as hparams_lib
 from t2t_lite import run_dir as run_dir_lib
 from t2t_lite import stamp
 from t2t_lite.data import problem as problem_lib
+from t2t_lite.decoding import decoder as decoder_lib
 from t2t_lite.reproduction.translation import ROWS, Figures, Row, trained_steps
 from t2t_lite.visualization import curves
 
@@ -47,6 +48,8 @@ def _read(path: str, wanted: dict, parse, hparams_class: type):
         return None
     kept, record = found
     try:
+        if isinstance(kept.get("decode"), str):  # kept as the flag's text before `stamp.decode`
+            kept["decode"] = stamp.decode(decoder_lib.decode_hparams(kept["decode"]))
         kept_hparams = kept["experiment"]["hparams"]
         kept["experiment"]["hparams"] = hparams_lib.complete(hparams_class, kept_hparams)
         figures = parse(record)
@@ -116,7 +119,7 @@ class Records(_Store):
         decoding and average, the data's content."""
         return {
             "split": self.split,
-            "decode": row.decode,
+            "decode": stamp.decode(decoder_lib.decode_hparams(row.decode)),
             "average": row.average,
             "data": self.data,
         }
