@@ -323,6 +323,7 @@ def test_t2t_export_writes_a_trained_run_as_a_keras_file(copy_run, tmp_path):
     assert tokens == trained.problem.graph_tokenizer("").vocabulary()
 
 
+@pytest.mark.slow
 def test_docs_keras_example_trains_a_ut_act_classifier_with_fit_saves_and_loads(
     tmp_path, monkeypatch, capsys
 ):

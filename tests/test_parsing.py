@@ -596,14 +596,8 @@ def test_the_tree_constraint_allows_only_what_keeps_a_tree_over_the_words():
     assert allowed_after("(S", "keep") == {"(S", "(NP", "[UNK]", "XX", "dog"}  # any tag
 
 
-@pytest.mark.parametrize(
-    "pos",
-    [
-        "normalize",
-        pytest.param("keep", marks=pytest.mark.slow),
-        pytest.param("word", marks=pytest.mark.slow),
-    ],
-)
+@pytest.mark.slow
+@pytest.mark.parametrize("pos", ["normalize", "keep", "word"])
 def test_constrained_searches_write_trees_over_the_words_with_no_repair(tmp_path, pos, caplog):
     """An untrained parser (one step): every greedy and beam decode is already
     a tree over its sentence's words, before any repair."""
