@@ -131,11 +131,11 @@ class ParsingProblem(configured.ConfiguredByFiles, text_problem.Text2TextProblem
     takes_test_files = True
     evaluation_splits = EVALUATION_SPLITS  # the splits with gold files
 
-    # Files.
-
     @property
-    def tree_pos(self) -> str:
+    def tree_pos(self) -> str:  # decodes may be held to trees (Problem.tree_pos)
         return self.pos
+
+    # Files.
 
     reads = "your treebank"
 

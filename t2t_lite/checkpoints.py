@@ -23,18 +23,8 @@ def build_model(model: keras.Model) -> None:
     for the device's memory is a UserError saying so (hparams such as
     hidden_size=2**40 are valid numbers, but no machine holds the weights).
     """
-    # Keras builds a layer without a build() of its own by first running its
-    # call() symbolically (a graph trace of the whole forward pass: about 2 s
-    # of a 2.3 s build for a 2-layer Transformer), then runs it for real. The
-    # models' container layers (blocks, stacks, the model) create their
-    # sublayers in __init__, and every layer holding weights creates them in
-    # its build(), so the eager dummy batch alone creates every variable:
-    # containers are marked built and the leaves build as the batch reaches them.
-    for layer in model._flatten_layers(include_self=True):
-        if getattr(type(layer).build, "_is_default", False):
-            layer.built = True
     try:
-        model(model.dummy_features(), training=False)
+        model.build_variables()
     except tf.errors.ResourceExhaustedError as err:
         found = re.search(r"OOM when allocating tensor with shape\[[^\]]*\]", str(err))
         raise cli.UserError(

@@ -198,12 +198,14 @@ class Decoder:
             cache[tree_constraint.KEY] = constraint.initial_state(inputs, hp.extra_length)
 
         def step_fn(ids, index, cache):
-            tree = {k: v for k, v in cache.items() if k == tree_constraint.KEY}
-            model_cache = {k: v for k, v in cache.items() if k != tree_constraint.KEY}
-            logits, cache = self.model.decode_step(ids, index, model_cache)
-            if constraint is not None:  # the tree so far allows only some symbols
-                logits, tree = constraint.step(ids, logits, tree, search.NEG)
-                cache = {**cache, **tree}
+            if constraint is None:
+                logits, cache = self.model.decode_step(ids, index, cache)
+            else:  # the tree so far allows only some symbols; its state rides in the cache
+                state = cache[tree_constraint.KEY]
+                model_cache = {k: v for k, v in cache.items() if k != tree_constraint.KEY}
+                logits, cache = self.model.decode_step(ids, index, model_cache)
+                logits, state = constraint.step(ids, logits, state, search.NEG)
+                cache = {**cache, tree_constraint.KEY: state}
             rows = tf.shape(ids)[0]
             vocab = tf.range(tf.shape(logits)[-1])  # [V]
             is_eos = vocab == sequences.EOS_ID  # [V]

@@ -136,12 +136,11 @@ class TreeConstraint:
             | ((vocab == sequences.EOS_ID) & eos_ok[:, tf.newaxis])
         )
 
-    def step(self, ids: tf.Tensor, logits: tf.Tensor, cache: dict, neg: float):
-        """The step function's part: the state advanced by ids [N], the logits
-        [N, V] of every symbol it does not allow set to `neg`."""
-        state = self.advance(cache[KEY], ids)
-        logits = tf.where(self.allowed(state), logits, tf.cast(neg, logits.dtype))
-        return logits, {**cache, KEY: state}
+    def step(self, ids: tf.Tensor, logits: tf.Tensor, state: dict, neg: float):
+        """The step function's part -> (the logits [N, V] with every symbol the
+        state allows no more set to `neg`, the state advanced by ids [N])."""
+        state = self.advance(state, ids)
+        return tf.where(self.allowed(state), logits, tf.cast(neg, logits.dtype)), state
 
 
 def for_problem(problem, hp) -> TreeConstraint | None:

@@ -28,7 +28,9 @@ SAVED_MODEL, CTRANSLATE2, KERAS = "saved_model", "ctranslate2", "keras"
 FORMATS = (SAVED_MODEL, CTRANSLATE2, KERAS)
 KERAS_FILE = "model.keras"  # with the vocabulary (vocab.txt) and t2t_lite_export.json
 # Beside a CTranslate2 model's files.
-CTRANSLATE2_METADATA_FILE = "t2t_lite_export.json"
+# Beside the model in a directory export (CTranslate2, Keras).
+FLAT_METADATA_FILE = "t2t_lite_export.json"
+CTRANSLATE2_METADATA_FILE = FLAT_METADATA_FILE
 # An export is written as <export_dir>/.incomplete-<owner tag><version>
 # (files.incomplete_name, hidden from a server's listing), then renamed.
 
@@ -208,5 +210,5 @@ def _write_keras(temporary, model, tokens: list[str], metadata: dict) -> None:
     metadata = {**metadata, "keras": keras.__version__}
     del metadata["decode_hparams"]  # the file holds no search
     files.write_atomically(
-        os.path.join(temporary, CTRANSLATE2_METADATA_FILE), json.dumps(metadata, indent=2) + "\n"
+        os.path.join(temporary, FLAT_METADATA_FILE), json.dumps(metadata, indent=2) + "\n"
     )

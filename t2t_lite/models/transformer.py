@@ -102,8 +102,21 @@ class Transformer(keras.Model):
         return {"dummy_batch": True}  # the variables are made by a dummy batch
 
     def build_from_config(self, config: dict) -> None:
-        """Creates every variable with a dummy batch (as checkpoints.build_model),
-        so that a loaded .keras file's weights have their places."""
+        """Keras's load: the variables first, so a .keras file's weights have their places."""
+        del config
+        self.build_variables()
+
+    def build_variables(self) -> None:
+        """Creates every variable with a tiny dummy batch.
+
+        Keras builds a layer without a build() of its own by first running its
+        call() symbolically (a graph trace of the whole forward pass: about 2 s
+        of a 2.3 s build for a 2-layer Transformer), then runs it for real. The
+        container layers (blocks, stacks, the model) create their sublayers in
+        __init__, and every layer holding weights creates them in its build(),
+        so the eager dummy batch alone creates every variable: containers are
+        marked built and the leaves build as the batch reaches them.
+        """
         for layer in self._flatten_layers(include_self=True):
             if getattr(type(layer).build, "_is_default", False):
                 layer.built = True
