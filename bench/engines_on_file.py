@@ -12,8 +12,12 @@ one after the other with the same threads:
 
 One JSON line: per search, each side's wall seconds, BLEU (sacrebleu,
 against --reference), the lines where the two engines differ (and the
-first few of them), and the ratio of the CTranslate2 engine's wall time to
-onmt_translate's. The machine is named; run it with the machine quiet.
+first few of them), the ratio of the CTranslate2 engine's wall time to
+onmt_translate's, and the like-for-like figure: each search's output tokens
+(subwords of the one vocabulary both sides share) per second of search, as
+t2t-decode's "Search:" line and onmt_translate's -report_time give them (the
+two models write outputs of other lengths, so whole-process seconds alone
+compare different work). The machine is named; run it with the machine quiet.
 
   python bench/engines_on_file.py --work_dir=W --step=1200 \\
       --source=test.en --reference=test.de --onmt_python=onmt/bin/python
@@ -21,6 +25,7 @@ onmt_translate's. The machine is named; run it with the machine quiet.
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -45,8 +50,12 @@ flags.DEFINE_integer("shown", 3, "Differing lines shown per search.")
 flags.mark_flags_as_required(["work_dir", "step", "source", "reference"])
 
 
-def timed(command: list[str]) -> float:
-    """Wall seconds of a whole process run with --threads threads."""
+SEARCH_LINE = re.compile(r"Search: (\d+) output tokens of \d+ lines in ([\d.]+) s")
+ONMT_TIME_LINE = re.compile(r"Total translation time \(s\): ([\d.]+)")
+
+
+def timed(command: list[str]) -> tuple[float, str]:
+    """Wall seconds of a whole process run with --threads threads, and what it logged."""
     threads = str(FLAGS.threads)
     env = {
         **os.environ,
@@ -56,11 +65,18 @@ def timed(command: list[str]) -> float:
         "TF_CPP_MIN_LOG_LEVEL": "2",
     }
     start = time.perf_counter()
-    subprocess.run(command, check=True, capture_output=True, env=env)
-    return round(time.perf_counter() - start, 2)
+    done = subprocess.run(command, check=True, capture_output=True, env=env, text=True)
+    return round(time.perf_counter() - start, 2), done.stdout + done.stderr
 
 
-def t2t_decode(engine: str, search: str, output: str) -> float:
+def search_seconds(log: str, pattern: re.Pattern, group: int) -> float | None:
+    """The search's own seconds as the program logged them (None: not logged)."""
+    found = pattern.search(log)
+    return float(found.group(group)) if found else None
+
+
+def t2t_decode(engine: str, search: str, output: str) -> tuple[float, float | None, int]:
+    """(whole-process seconds, the search's seconds and output tokens from t2t-decode's report)."""
     import translation_sides
 
     run_dir = os.path.join(FLAGS.work_dir, "t2t_run")
@@ -72,20 +88,30 @@ def t2t_decode(engine: str, search: str, output: str) -> float:
     ]  # fmt: skip
     if engine == "ctranslate2":
         timed(command)  # the conversion, once per checkpoint: not timed
-    return timed(command)
+    seconds, log = timed(command)
+    found = SEARCH_LINE.search(log)
+    if not found:
+        return seconds, None, 0
+    return seconds, float(found.group(2)), int(found.group(1))
 
 
-def onmt_decode(beam_size: int, alpha: float, output: str) -> float:
+def onmt_decode(beam_size: int, alpha: float, output: str) -> tuple[float, float | None]:
+    """(whole-process seconds, the translation's seconds from -report_time)."""
     import translation_sides
 
     checkpoint = translation_sides.onmt_checkpoint(FLAGS.work_dir, FLAGS.step)
     translate = os.path.join(os.path.dirname(FLAGS.onmt_python), "onmt_translate")
     source = os.path.join(FLAGS.work_dir, "onmt_test.src")
-    return timed(
+    seconds, log = timed(
         [translate, "-model", checkpoint, "-src", source, "-output", output,
          "-beam_size", str(beam_size), "-length_penalty", "wu", "-alpha", str(alpha),
-         "-batch_size", "32"]
+         "-batch_size", "32", "-report_time"]
     )  # fmt: skip
+    return seconds, search_seconds(log, ONMT_TIME_LINE, 1)
+
+
+def per_second(tokens: int, seconds: float | None) -> float | None:
+    return round(tokens / seconds, 1) if seconds else None
 
 
 def main(argv):
@@ -107,7 +133,11 @@ def main(argv):
         row, texts = {}, {}
         for engine in ("tensorflow", "ctranslate2"):
             output = os.path.join(out, f"{engine}.{search}.out")
-            row[f"{engine}_seconds"] = t2t_decode(engine, search, output)
+            seconds, searched, tokens = t2t_decode(engine, search, output)
+            row[f"{engine}_seconds"] = seconds
+            row[f"{engine}_search_seconds"] = searched
+            row[f"{engine}_output_tokens"] = tokens
+            row[f"{engine}_tokens_per_search_second"] = per_second(tokens, searched)
             texts[engine] = [line.split("\t")[0] for line in files.read_lines(output)]
             row[f"{engine}_bleu"] = translation_sides.scores(texts[engine], references)["bleu"]
         pairs = zip(texts["tensorflow"], texts["ctranslate2"], strict=True)
@@ -119,7 +149,9 @@ def main(argv):
         ]  # fmt: skip
         if FLAGS.onmt_python and hp.beam_size > 1:
             output = os.path.join(out, f"onmt.{search}.ids")
-            row["onmt_translate_seconds"] = onmt_decode(hp.beam_size, hp.alpha, output)
+            seconds, searched = onmt_decode(hp.beam_size, hp.alpha, output)
+            row["onmt_translate_seconds"] = seconds
+            row["onmt_translate_search_seconds"] = searched
             vocab = subword.load(
                 os.path.join(FLAGS.work_dir, "t2t_run", "translate_from_files.vocab")
             )
@@ -127,11 +159,24 @@ def main(argv):
             ids = [
                 [int(t) for t in line.split() if t.isdigit()] for line in files.read_lines(output)
             ]
+            tokens = sum(len(line) for line in ids)  # subwords of the one shared vocabulary
+            row["onmt_translate_output_tokens"] = tokens
+            row["onmt_translate_tokens_per_search_second"] = per_second(tokens, searched)
             row["onmt_translate_bleu"] = translation_sides.scores(
                 tokenizer.decode_many(ids), references
             )["bleu"]
             row["ctranslate2_over_onmt_translate"] = round(
                 row["ctranslate2_seconds"] / row["onmt_translate_seconds"], 2
+            )
+            # Like for like: the two models write outputs of other lengths, so
+            # the search's rate per output token (the same subword units) is
+            # the figure that compares the searches; above 1: ours is faster.
+            ours, theirs = (
+                row["ctranslate2_tokens_per_search_second"],
+                row["onmt_translate_tokens_per_search_second"],
+            )
+            row["tokens_per_second_ctranslate2_over_onmt_translate"] = (
+                round(ours / theirs, 2) if ours and theirs else None
             )
         result[search] = row
     print(json.dumps(result, ensure_ascii=False))

@@ -91,6 +91,16 @@ def test_binary_decodes_a_file_in_order_and_reports_bad_lines(copy_run, tmp_path
     decoded = [prob.decode_text(h[0][0]) for h in runner.make_decoder(model, "").decode_ids(inputs)]
     expected = [decoded[0], decoded[1], "", decoded[2], "", decoded[3]]
     assert target.read_text().split("\n")[:-1] == expected
+    # The search's speed: the written outputs' tokens (one a symbol here) over its seconds.
+    tokens = sum(len(line.split()) for line in decoded)
+    assert f"Search: {tokens} output tokens of 6 lines in " in result.stderr
+
+
+def test_the_search_report_counts_each_lines_best_hypothesis_without_eos():
+    outputs = [[([5, 6, 7], -1.0), ([5], -2.0)], [([], 0.0)], [([4], -0.5)], []]
+    assert runner.search_report(outputs, 2.0) == (
+        "Search: 4 output tokens of 4 lines in 2.00 s (2.0 tokens/s)"
+    )
 
 
 def test_binary_writes_beams_with_scores(copy_run, tmp_path):

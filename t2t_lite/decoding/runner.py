@@ -3,6 +3,7 @@
 import json
 import os
 import sys
+import time
 from collections.abc import Iterable
 from typing import TextIO
 
@@ -109,11 +110,27 @@ def decode_file(
     lines = problem.input_lines(files.read_lines(input_path, errors), decoder.hp)
     inputs, encode_errors = encode_lines(problem, lines, input_path)
     errors += encode_errors
+    start = time.perf_counter()
     outputs = decoder.decode_ids(inputs, input_path)
+    seconds = time.perf_counter() - start
     text = "".join(line + "\n" for line in format_outputs(problem, outputs, decoder.hp, lines))
     files.write_output(output_path, text)
     logging.info("Decoded %d lines of %s into %s.", len(lines), input_path, output_path)
+    logging.info("%s", search_report(outputs, seconds))
     return errors
+
+
+def search_report(outputs: list[list[tuple[list[int], float]]], seconds: float) -> str:
+    """One line of a file's search speed: its best hypotheses' tokens (EOS not
+    counted) over the seconds of `decode_ids` (the search and its batching,
+    tracing included; the run's loading, reading and writing the text not), as
+    onmt_translate's -report_time reports its own."""
+    tokens = sum(len(hypotheses[0][0]) for hypotheses in outputs if hypotheses)
+    rate = tokens / seconds if seconds > 0 else 0.0
+    return (
+        f"Search: {tokens} output tokens of {len(outputs)} lines in {seconds:.2f} s "
+        f"({rate:.1f} tokens/s)"
+    )
 
 
 def decode_interactive(
