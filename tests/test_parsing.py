@@ -568,6 +568,28 @@ def test_a_raw_sentence_parses_end_to_end_into_a_tree_that_reads_back(tmp_path):
     assert tree.words() == ["``", "Stop", ",", "''", "he", "said", "."]
 
 
+@pytest.mark.slow
+def test_t2t_visualize_draws_a_raw_sentences_parse_beside_its_gold_tree(tmp_path):
+    from t2t_lite.visualization import runner as visualize
+
+    run, out = tiny_parser(tmp_path), str(tmp_path / "viz")
+    gold = "(TOP (S (NP (PRP He)) (VP (VBD saw) (NP (PRP it))) (. .)))"
+    (tmp_path / "gold.trees").write_text(gold + "\n")
+    written = visualize.visualize(
+        run, out, ["He saw it."], "--inputs", decode_hparams="extra_length=20",
+        gold_trees=str(tmp_path / "gold.trees"),
+    )  # fmt: skip
+    assert f"{out}/001_tree.png" in written and f"{out}/001_encoder_attention.png" in written
+    decoded, drawn_gold = (tmp_path / "viz" / "001_tree.txt").read_text().splitlines()
+    [(tree, _)] = trees.read_trees(decoded.removeprefix("decoded\t"), "drawn")
+    assert tree.words() == ["He", "saw", "it", "."]  # the raw text split as the treebank writes it
+    assert drawn_gold == "gold\t" + gold
+    with pytest.raises(ValueError, match=r"gold.trees: 1 tree\(s\) for 2 input\(s\)"):
+        visualize.visualize(
+            run, out, ["a", "b"], "--inputs", gold_trees=str(tmp_path / "gold.trees")
+        )
+
+
 def test_the_tree_constraint_allows_only_what_keeps_a_tree_over_the_words():
     import numpy as np
     import tensorflow as tf

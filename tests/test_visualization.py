@@ -11,7 +11,7 @@ from conftest import run_binary
 
 from t2t_lite import checkpoints, registry
 from t2t_lite import run_dir as run_dir_lib
-from t2t_lite.data import problem
+from t2t_lite.data import problem, trees
 from t2t_lite.layers import attention
 from t2t_lite.models import transformer, universal_transformer
 from t2t_lite.visualization import curves, inspection, plots
@@ -240,3 +240,21 @@ def test_comparison_plots_and_curves(tmp_path, monkeypatch):
     assert not plots.available()
     with pytest.raises(plots.PlottingUnavailable, match=r"pip install -e '.\[viz\]'"):
         visualize.visualize(str(tmp_path), str(tmp_path / "v"), ["1"], "--inputs")
+
+
+def test_a_tree_is_drawn_words_in_order_and_constituents_over_their_children(tmp_path):
+    tree = next(iter(trees.read_trees("(S (NP (DT the) (NN cat)) (VP (VBD sat)) (. .))", "t")))[0]
+    placed = [(p.label, p.x, p.depth, p.parent, p.word) for p in plots.tree_layout(tree)]
+    # Words at 0..3; NP over (0 + 1) / 2, VP over its one child, S over (0.5 + 3) / 2.
+    assert placed == [
+        ("S", 1.75, 0, -1, None),
+        ("NP", 0.5, 1, 0, None),
+        ("DT", 0.0, 2, 1, "the"),
+        ("NN", 1.0, 2, 1, "cat"),
+        ("VP", 2.0, 1, 0, None),
+        ("VBD", 2.0, 2, 4, "sat"),
+        (".", 3.0, 1, 0, "."),
+    ]
+    path = tmp_path / "tree.png"
+    plots.save(plots.tree_figure([("decoded", tree), ("gold", tree)]), str(path))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

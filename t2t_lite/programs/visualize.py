@@ -1,4 +1,4 @@
-"""t2t-visualize: attention maps (and ACT ponder times) of a trained run's decodes, as PNGs."""
+"""t2t-visualize: attention maps (and ACT ponder times, a parse's tree) of a trained run's decodes, as PNGs."""
 
 from absl import flags, logging
 
@@ -13,6 +13,11 @@ flags.DEFINE_integer("max_examples", 4, "At most this many inputs.")
 flags.DEFINE_string("visualize_dir", None, "Where the PNGs and their .npz/.json data go.")
 flags.DEFINE_string("decode_hparams", "", "As t2t-decode's, e.g. 'beam_size=4,alpha=0.6'.")
 flags.DEFINE_enum("heads", "mean", ["mean", "all"], "Average the heads, or one map per head.")
+flags.DEFINE_string(
+    "gold_trees",
+    "",
+    "A parsing run's gold trees, one per input in order: drawn beside each decode.",
+)
 flags.mark_flags_as_required(["output_dir", "visualize_dir"])
 
 
@@ -31,6 +36,7 @@ def main(argv):
             FLAGS.checkpoint_path,
             FLAGS.decode_hparams,
             FLAGS.heads,
+            FLAGS.gold_trees,
         )
         print("\n".join(path for path in written if path.endswith(".png")))
 

@@ -1,10 +1,12 @@
 """Pictures (PNG, via matplotlib, the `viz` extra) of maps, ponder times and results."""
 
 import io
+from typing import NamedTuple
 
 import numpy as np
 
 from t2t_lite import files
+from t2t_lite.data import trees
 
 INSTALL_HINT = "plotting needs matplotlib: pip install -e '.[viz]' (or pip install matplotlib)"
 
@@ -142,5 +144,76 @@ def curves_figure(curves: dict[str, dict[str, list[tuple[int, float]]]]):
         axis.set_title(f"dev {metric}", fontsize=9)
         axis.set_xlabel("step")
     axes[0].legend(fontsize=7)
+    figure.tight_layout()
+    return figure
+
+
+class Placed(NamedTuple):
+    """A tree node's place in a drawing."""
+
+    x: float  # preterminals at 0, 1, ... in sentence order; a constituent over its children
+    depth: int  # the root at 0
+    label: str
+    parent: int  # the parent's index among the placed nodes; -1: the root
+    word: str | None  # a preterminal's word
+
+
+def tree_layout(tree: trees.Tree) -> list[Placed]:
+    """Every node of `tree`, in preorder, placed: a constituent sits over the
+    middle of its first and last child."""
+    nodes: list[Placed] = []
+    words = 0
+
+    def place(node: trees.Tree, depth: int, parent: int) -> float:
+        nonlocal words
+        index = len(nodes)
+        nodes.append(Placed(0.0, depth, node.label, parent, node.word))
+        if node.is_preterminal or not node.children:
+            x = float(words)
+            words += node.is_preterminal
+        else:
+            xs = [place(child, depth + 1, index) for child in node.children]
+            x = (xs[0] + xs[-1]) / 2
+        nodes[index] = nodes[index]._replace(x=x)
+        return x
+
+    place(tree, 0, -1)
+    return nodes
+
+
+def tree_figure(panels: list[tuple[str, trees.Tree]]):
+    """Constituency trees drawn one above the other, each titled (a decoded tree
+    and the gold tree of its sentence): labels joined to their parents, the
+    words on one line under their tags."""
+    plt = pyplot()
+    layouts = [tree_layout(tree) for _, tree in panels]
+    words = max(sum(node.word is not None for node in nodes) for nodes in layouts)
+    depth = max(node.depth for nodes in layouts for node in nodes)
+    figure, axes = plt.subplots(
+        len(panels),
+        1,
+        figsize=(max(4.0, 0.75 * words), (0.45 * (depth + 2) + 0.6) * len(panels)),
+        squeeze=False,
+    )
+    box = {"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none"}
+    bottom = -(depth + 1)  # the words' line, under the deepest tag of any panel
+    for axis, (title, _), nodes in zip(axes[:, 0], panels, layouts, strict=True):
+        for node in nodes:
+            if node.parent >= 0:
+                parent = nodes[node.parent]
+                axis.plot([parent.x, node.x], [-parent.depth, -node.depth], color="0.6", lw=0.8)
+        for node in nodes:
+            axis.text(
+                node.x, -node.depth, node.label, ha="center", va="center", fontsize=8, bbox=box
+            )
+            if node.word is not None:
+                axis.plot([node.x, node.x], [-node.depth, bottom], color="0.8", lw=0.6, ls=":")
+                axis.text(
+                    node.x, bottom, node.word, ha="center", va="top", fontsize=8, color="#1f4e8c"
+                )
+        axis.set_xlim(-0.7, max(words, 1) - 0.3)
+        axis.set_ylim(bottom - 0.8, 0.5)
+        axis.set_title(title, fontsize=9, loc="left")
+        axis.axis("off")
     figure.tight_layout()
     return figure

@@ -9,6 +9,7 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_lite import files, run_dir
+from t2t_lite.data import trees
 from t2t_lite.decoding import runner as decoding
 from t2t_lite.visualization import inspection, plots
 
@@ -55,6 +56,29 @@ def write_example(
     return written
 
 
+def read_gold_trees(path: str, count: int) -> list[trees.Tree]:
+    """The first `count` trees of a tree file, one per input, in order."""
+    if not tf.io.gfile.exists(path):
+        raise FileNotFoundError(f"--gold_trees {path!r} not found")
+    found = [tree for tree, _ in trees.read_trees(files.read_text(path), path)]
+    if len(found) < count:
+        raise ValueError(f"--gold_trees {path}: {len(found)} tree(s) for {count} input(s)")
+    return found[:count]
+
+
+def write_tree(
+    decoded: str, gold: trees.Tree | None, directory: str, prefix: str, source: str
+) -> list[str]:
+    """The decoded tree (beside the gold one, if given) as a PNG, and both as text."""
+    tree = next(iter(trees.read_trees(decoded, source)))[0]
+    panels = [("decoded", tree)] + ([("gold", gold)] if gold is not None else [])
+    base = os.path.join(directory, f"{prefix}_tree")
+    plots.save(plots.tree_figure(panels), base + ".png")
+    text = "".join(f"{title}\t{panel.bracketed()}\n" for title, panel in panels)
+    files.write_bytes_atomically(base + ".txt", text.encode("utf-8"))
+    return [base + ".png", base + ".txt"]
+
+
 def visualize(
     output_dir: str,
     visualize_dir: str,
@@ -63,18 +87,27 @@ def visualize(
     checkpoint_path: str = "",
     decode_hparams: str = "",
     heads: str = "mean",
+    gold_trees: str = "",
 ) -> list[str]:
     """Decodes each line, then writes its attention (and ponder) pictures -> paths written.
 
     The maps are those of the teacher-forced pass over the input and the
-    best decoded output (EOS included), from the model's own layers.
+    best decoded output (EOS included), from the model's own layers. A
+    parsing run's decode is also drawn as a tree (`<n>_tree.png`), above the
+    gold tree of its sentence where `gold_trees` (a tree file, one tree per
+    input in order) gives one. Inputs are read as t2t-decode reads them (a
+    parsing run's raw text split into the treebank's words).
     """
     if heads not in HEADS:
         raise ValueError(f"--heads={heads!r} is not one of {', '.join(HEADS)}")
     plots.pyplot()  # the install hint before any work
     problem, model, path = run_dir.open_run(output_dir, checkpoint_path)
     files.check_writable_dir(visualize_dir, "--visualize_dir")
-    decoder = decoding.make_decoder(model, decode_hparams)
+    if gold_trees and problem.tree_pos is None:
+        raise ValueError(f"--gold_trees: {problem.name} does not write trees")
+    gold = read_gold_trees(gold_trees, len(lines)) if gold_trees else [None] * len(lines)
+    decoder = decoding.make_decoder(model, decode_hparams, problem=problem)
+    lines = problem.input_lines(lines, decoder.hp)
     inputs, errors = decoding.encode_lines(problem, lines, source)
     inputs = [decoder.fit(ids, f"{source}:{n}") for n, ids in enumerate(inputs, 1)]
     empty = [f"{source}:{n}: empty input" for n, ids in enumerate(inputs, 1) if not ids]
@@ -86,5 +119,10 @@ def visualize(
         zip(inputs, decoder.decode_ids(inputs), strict=True), 1
     ):
         found = inspection.inspect(model, problem, ids, hypotheses[0][0])
-        written += write_example(found, visualize_dir, f"{number:03d}", heads)
+        prefix = f"{number:03d}"
+        written += write_example(found, visualize_dir, prefix, heads)
+        if problem.tree_pos is not None:
+            decoded = problem.decoded_line(lines[number - 1], hypotheses[0][0])
+            where = f"{source}:{number} (decoded)"
+            written += write_tree(decoded, gold[number - 1], visualize_dir, prefix, where)
     return written
