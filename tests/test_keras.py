@@ -343,6 +343,26 @@ def test_docs_keras_example_trains_a_ut_act_classifier_with_fit_saves_and_loads(
     assert "ponder time" in capsys.readouterr().out
 
 
+def test_the_keras_notebook_holds_the_docs_example_executed():
+    """examples/keras_ut_act.ipynb is docs/keras.md's example cell for cell (the
+    slow test above runs that code), saved with the outputs of a run."""
+    import json
+    import pathlib
+    import re
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    [code] = re.findall(r"```python\n(.*?)```", (root / "docs" / "keras.md").read_text(), re.DOTALL)
+    notebook = json.loads((root / "examples" / "keras_ut_act.ipynb").read_text())
+    cells = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
+    lines = [line for cell in cells for line in "".join(cell["source"]).splitlines()]
+    assert [line for line in lines if line.strip()] == [
+        line for line in code.splitlines() if line.strip()
+    ]  # the same code, blank lines between cells aside
+    assert [cell["execution_count"] for cell in cells] == list(range(1, len(cells) + 1))
+    printed = "".join("".join(out.get("text", "")) for out in cells[-1]["outputs"])
+    assert printed.startswith("loss [") and "ponder time" in printed
+
+
 @pytest.mark.slow
 def test_a_problems_fit_dataset_trains_a_transformer_with_keras_fit(small_data):
     from t2t_lite import models  # noqa: F401  (registers the models)
