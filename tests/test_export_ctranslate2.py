@@ -139,9 +139,9 @@ def test_ctranslate2_decodes_the_trained_copy_model_as_t2t_decode(ct2_export):
         "config.json",
         "model.bin",
         "shared_vocabulary.json",
-        exporter.CTRANSLATE2_METADATA_FILE,
+        exporter.FLAT_METADATA_FILE,
     ]
-    with open(os.path.join(path, exporter.CTRANSLATE2_METADATA_FILE)) as f:
+    with open(os.path.join(path, exporter.FLAT_METADATA_FILE)) as f:
         metadata = json.load(f)
     assert metadata["format"] == "ctranslate2" and metadata["model"] == "transformer"
     options = metadata["translate_options"]

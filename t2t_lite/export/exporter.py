@@ -21,16 +21,14 @@ from t2t_lite import hparams as hparams_lib
 from t2t_lite.decoding import decoder as decoder_lib
 from t2t_lite.export import ctranslate2_model, serving
 
+# Beside the model in a directory export (CTranslate2, Keras).
+FLAT_METADATA_FILE = "t2t_lite_export.json"
 # Beside the SavedModel; TF Serving's loader ignores assets.extra except for warmup.
-METADATA_FILE = os.path.join("assets.extra", "t2t_lite_export.json")
+METADATA_FILE = os.path.join("assets.extra", FLAT_METADATA_FILE)
 DEFAULT_DECODE_HPARAMS = "beam_size=4,alpha=0.6"
 SAVED_MODEL, CTRANSLATE2, KERAS = "saved_model", "ctranslate2", "keras"
 FORMATS = (SAVED_MODEL, CTRANSLATE2, KERAS)
-KERAS_FILE = "model.keras"  # with the vocabulary (vocab.txt) and t2t_lite_export.json
-# Beside a CTranslate2 model's files.
-# Beside the model in a directory export (CTranslate2, Keras).
-FLAT_METADATA_FILE = "t2t_lite_export.json"
-CTRANSLATE2_METADATA_FILE = FLAT_METADATA_FILE
+KERAS_FILE = "model.keras"  # with the vocabulary (vocab.txt) and FLAT_METADATA_FILE
 # An export is written as <export_dir>/.incomplete-<owner tag><version>
 # (files.incomplete_name, hidden from a server's listing), then renamed.
 
@@ -192,7 +190,7 @@ def _write_ctranslate2(temporary, model, tokens: list[str], hp, metadata: dict) 
         "translate_options": ctranslate2_model.translate_options(hp),
     }
     files.write_atomically(
-        os.path.join(temporary, CTRANSLATE2_METADATA_FILE), json.dumps(metadata, indent=2) + "\n"
+        os.path.join(temporary, FLAT_METADATA_FILE), json.dumps(metadata, indent=2) + "\n"
     )
 
 
