@@ -69,12 +69,6 @@ def timed(command: list[str]) -> tuple[float, str]:
     return round(time.perf_counter() - start, 2), done.stdout + done.stderr
 
 
-def search_seconds(log: str, pattern: re.Pattern, group: int) -> float | None:
-    """The search's own seconds as the program logged them (None: not logged)."""
-    found = pattern.search(log)
-    return float(found.group(group)) if found else None
-
-
 def t2t_decode(engine: str, search: str, output: str) -> tuple[float, float | None, int]:
     """(whole-process seconds, the search's seconds and output tokens from t2t-decode's report)."""
     import translation_sides
@@ -107,7 +101,8 @@ def onmt_decode(beam_size: int, alpha: float, output: str) -> tuple[float, float
          "-beam_size", str(beam_size), "-length_penalty", "wu", "-alpha", str(alpha),
          "-batch_size", "32", "-report_time"]
     )  # fmt: skip
-    return seconds, search_seconds(log, ONMT_TIME_LINE, 1)
+    found = ONMT_TIME_LINE.search(log)
+    return seconds, float(found.group(1)) if found else None
 
 
 def per_second(tokens: int, seconds: float | None) -> float | None:

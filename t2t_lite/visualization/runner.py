@@ -114,15 +114,17 @@ def visualize(
     if errors or empty:
         raise ValueError((errors + empty)[0])
     logging.info("Visualizing %d input(s) with %s.", len(inputs), path)
+    best = [hypotheses[0][0] for hypotheses in decoder.decode_ids(inputs)]
+    # A parse's line as t2t-decode writes it, all at once (one repair count logged).
+    parses = problem.decoded_lines(lines, best) if problem.tree_pos is not None else []
     written = []
-    for number, (ids, hypotheses) in enumerate(
-        zip(inputs, decoder.decode_ids(inputs), strict=True), 1
-    ):
-        found = inspection.inspect(model, problem, ids, hypotheses[0][0])
+    for number, ids in enumerate(inputs, 1):
+        found = inspection.inspect(model, problem, ids, best[number - 1])
         prefix = f"{number:03d}"
         written += write_example(found, visualize_dir, prefix, heads)
-        if problem.tree_pos is not None:
-            decoded = problem.decoded_line(lines[number - 1], hypotheses[0][0])
+        if parses:
             where = f"{source}:{number} (decoded)"
-            written += write_tree(decoded, gold[number - 1], visualize_dir, prefix, where)
+            written += write_tree(
+                parses[number - 1], gold[number - 1], visualize_dir, prefix, where
+            )
     return written
