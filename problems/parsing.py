@@ -21,7 +21,9 @@ and the wrapper removed); the source is its words, the target its
 linearized tree (trees.linearize), with part-of-speech tags kept
 (`parsing_from_files`, `parsing_english_ptb`) or all `XX` as in Vinyals et
 al. 2015 (`parsing_from_files_xx`), or as the words themselves
-(`parsing_from_files_words`; the output's tags are `XX`). The vocabulary is one token per word
+(`parsing_from_files_words`; the output's tags are `XX`); or the tree as
+one label per word (`parsing_from_files_labels`, data/tree_labels.py;
+tags `XX`). The vocabulary is one token per word
 (brackets and labels whole): every symbol of the training targets and the
 most frequent training words up to --vocab_size (16,000 by default, the
 paper's), other words read as `[UNK]`. t2t-datagen also writes each
@@ -44,6 +46,7 @@ from t2t_lite.data import (
     problem,
     subword,
     text_problem,
+    tree_labels,
     treebank_text,
     trees,
 )
@@ -127,7 +130,7 @@ class ParsingProblem(configured.ConfiguredByFiles, text_problem.Text2TextProblem
     max_sequence_length = 1024
     splits = {"train": (0, 10), "dev": (0, 1), "test": (0, 1)}
     reports_bleu = False
-    pos = "keep"  # trees.POS_MODES
+    pos = "keep"  # trees.POS_MODES, or "labels" (ParsingFromFilesLabels)
     takes_test_files = True
     evaluation_splits = EVALUATION_SPLITS  # the splits with gold files
 
@@ -195,7 +198,7 @@ class ParsingProblem(configured.ConfiguredByFiles, text_problem.Text2TextProblem
 
     def text_pairs(self, data_dir: str, split: str):
         for tree, where in self.split_trees(data_dir, split):
-            yield " ".join(tree.words()), trees.linearize(tree, self.pos), where
+            yield " ".join(tree.words()), self.target(tree), where
 
     def gold_paths(self, data_dir: str, split: str) -> tuple[str, str]:
         """(the split's sentences, one per line; its gold trees, one per line)."""
@@ -252,33 +255,51 @@ class ParsingProblem(configured.ConfiguredByFiles, text_problem.Text2TextProblem
 
     def decoded_lines(self, sources: list[str], ids: list[list[int]]) -> list[str]:
         """As the base class; a count of the outputs that were not trees over their
-        sentences as written, and were repaired (an unconstrained search), is logged."""
-        texts = self.decode_texts(ids)
-        repaired = sum(
-            bool(source.split()) and not trees.is_tree_over(text.split(), len(source.split()))
-            for source, text in zip(sources, texts, strict=True)
-        )
-        if repaired:
+        sentences as written, and were mended (an unconstrained search), is logged."""
+        lines, mended = [], 0
+        for source, text in zip(sources, self.decode_texts(ids), strict=True):
+            words = source.split()
+            if not words:
+                lines.append("")
+                continue
+            tree, changed = self.tree_from(text.split(), words)
+            mended += changed
+            lines.append(trees.output_line(tree))
+        if mended:
             logging.warning(
                 "%d of %d decoded line(s) were not trees over their sentences and were "
-                "repaired (the words slid into place); a tree-constrained search "
-                "(decode_hparams tree_constraint=True, the tensorflow engine) writes none.",
-                repaired,
-                len(texts),
+                "mended (%s); a tree-constrained search (decode_hparams "
+                "tree_constraint=True, the tensorflow engine) writes none.",
+                mended,
+                len(lines),
+                self.mending,
             )
-        return [self.postprocess_decode(s, text) for s, text in zip(sources, texts, strict=True)]
+        return lines
 
     def postprocess_decode(self, source: str, text: str) -> str:
         words = source.split()
         if not words:
             return ""
-        symbols = [
+        return trees.output_line(self.tree_from(text.split(), words)[0])
+
+    # How a target is written and read back: a linearized tree (trees.linearize).
+
+    mending = "the words slid into place"  # how tree_from mends an output
+
+    def target(self, tree: trees.Tree) -> str:
+        return trees.linearize(tree, self.pos)
+
+    def tree_from(self, symbols: list[str], words: list[str]) -> tuple[trees.Tree, bool]:
+        """A decode's symbols -> (a tree over exactly `words`, whether the symbols
+        had to be mended to make it)."""
+        changed = not trees.is_tree_over(symbols, len(words))
+        tags = [
             trees.NORMALIZED_TAG
             if symbol == subword.UNK or (self.pos == "word" and not symbol.startswith(("(", ")")))
             else symbol
-            for symbol in text.split()
+            for symbol in symbols
         ]
-        return trees.output_line(trees.repair(symbols, words))
+        return trees.repair(tags, words), changed
 
 
 @problem.register("parsing_from_files")
@@ -304,3 +325,21 @@ class ParsingFromFilesWords(ParsingProblem):
     writes the tree's brackets, and tags are not predicted (XX in the output)."""
 
     pos = "word"
+
+
+@problem.register("parsing_from_files_labels")
+class ParsingFromFilesLabels(ParsingProblem):
+    """One label per word (tree_labels: Gómez-Rodríguez and Vilares 2018): the
+    decoder writes as many symbols as the sentence has words, each saying how
+    its word joins the next, so output position i stands for input word i;
+    tags are not predicted (XX in the output)."""
+
+    pos = "labels"
+    mending = "tree_labels.decode: a missing or malformed label read as a neutral one"
+
+    def target(self, tree: trees.Tree) -> str:
+        return " ".join(tree_labels.encode(tree))
+
+    def tree_from(self, symbols: list[str], words: list[str]) -> tuple[trees.Tree, bool]:
+        tree, mended = tree_labels.decode(symbols, words)
+        return tree, mended > 0

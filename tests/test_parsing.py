@@ -619,15 +619,18 @@ def test_the_tree_constraint_allows_only_what_keeps_a_tree_over_the_words():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("pos", ["normalize", "keep", "word"])
+@pytest.mark.parametrize("pos", ["normalize", "keep", "word", "labels"])
 def test_constrained_searches_write_trees_over_the_words_with_no_repair(tmp_path, pos, caplog):
     """An untrained parser (one step): every greedy and beam decode is already
     a tree over its sentence's words, before any repair."""
     from t2t_lite import api
+    from t2t_lite.data import tree_labels
 
-    name = {"keep": "parsing_from_files", "normalize": "parsing_from_files_xx"}.get(
-        pos, "parsing_from_files_words"
-    )
+    name = {
+        "keep": "parsing_from_files",
+        "normalize": "parsing_from_files_xx",
+        "labels": "parsing_from_files_labels",
+    }.get(pos, "parsing_from_files_words")
     run = tiny_parser(tmp_path, name)
     parsed = api.load(run)
     sentences = ["The dog barks .", "It rained .", "Ann sees a cat .", "a b c d e f g h"]
@@ -637,7 +640,10 @@ def test_constrained_searches_write_trees_over_the_words_with_no_repair(tmp_path
         decoder = runner.make_decoder(parsed.model, hp, problem=parsed.problem)
         for sentence, hypotheses in zip(sentences, decoder.decode_ids(inputs), strict=True):
             symbols = parsed.problem.decode_text(hypotheses[0][0]).split()
-            assert trees.is_tree_over(symbols, len(sentence.split())), (beam, symbols)
+            if pos == "labels":
+                assert tree_labels.decode(symbols, sentence.split())[1] == 0, (beam, symbols)
+            else:
+                assert trees.is_tree_over(symbols, len(sentence.split())), (beam, symbols)
     # A decode that needed the repair is counted in a warning.
     if pos == "normalize":
         with caplog.at_level("WARNING"):

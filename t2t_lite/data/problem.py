@@ -51,8 +51,9 @@ class Problem(abc.ABC):
     # Problems whose every input position has a label (`input_labels`), for
     # the auxiliary loss on the encoder's positions (input_label_loss_weight).
     has_input_labels = False
-    # Problems whose targets are linearized trees: how they write a word
-    # (trees.POS_MODES); decodes may then be held to well-formed trees.
+    # Problems whose targets are trees: how they write one (trees.POS_MODES, a
+    # linearized tree; "labels", one label per word, data/tree_labels.py);
+    # decodes may then be held to well-formed trees (decoding/tree_constraint.py).
     tree_pos: str | None = None
 
     @abc.abstractmethod

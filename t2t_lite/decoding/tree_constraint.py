@@ -26,12 +26,19 @@ Allowed next symbols:
 There is always an allowed symbol, so the search never dead-ends, and the
 output limit (input length + extra_length, extra_length >= 2) leaves room
 to finish every tree it allows.
+
+A problem whose trees are one label per word (`tree_pos` "labels",
+data/tree_labels.py) is held by `LabelConstraint`: a word's label (one that
+keeps the count of shared constituents at 1 or more) for every word but the
+last, then a last word's label, then EOS; every such sequence decodes to a
+tree without mending.
 """
 
 import numpy as np
 import tensorflow as tf
 
 from t2t_lite import sequences
+from t2t_lite.data import tree_labels
 
 MAX_DEPTH = 64  # deeper than any treebank tree (the WSJ's deepest: about 40)
 KEY = "tree_constraint"  # its entry in the decode cache
@@ -143,10 +150,69 @@ class TreeConstraint:
         return tf.where(self.allowed(state), logits, tf.cast(neg, logits.dtype)), state
 
 
-def for_problem(problem, hp) -> TreeConstraint | None:
+class LabelConstraint:
+    """The masks and state updates for labels, one per word (module docstring),
+    over one vocabulary (`tokens`, in id order). State per hypothesis: the
+    input's words, the labels written, the constituents shared by the last
+    pair (its `shared`)."""
+
+    def __init__(self, tokens: list[str]):
+        size = len(tokens)
+        is_pair = np.zeros(size, bool)
+        is_last = np.zeros(size, bool)
+        change = np.zeros(size, np.int32)
+        for i, token in enumerate(tokens):
+            if (pair := tree_labels.read_pair(token)) is not None:
+                is_pair[i] = True
+                change[i] = pair[0]
+            elif tree_labels.read_last(token) is not None:
+                is_last[i] = True
+        if not is_pair.any() or not is_last.any():
+            raise ValueError("the vocabulary has no word labels (tree_labels) to hold a search to")
+        self.is_pair = tf.constant(is_pair)
+        self.is_last = tf.constant(is_last)
+        self.change = tf.constant(change)
+        self.vocab_size = size
+
+    def initial_state(self, inputs: tf.Tensor, extra_length: int) -> dict[str, tf.Tensor]:
+        """inputs [B, S] (EOS-terminated, PAD after) -> the state before any label."""
+        del extra_length  # the output is exactly as long as the input
+        zeros = tf.zeros([tf.shape(inputs)[0]], tf.int32)
+        return {"words": sequences.symbol_lengths(inputs), "placed": zeros, "shared": zeros}
+
+    def advance(self, state: dict, ids: tf.Tensor) -> dict:
+        """The state after symbols ids [N] (PAD, the start symbol, changes nothing)."""
+        real = (ids != sequences.PAD_ID) & (ids != sequences.EOS_ID)  # [N]
+        return {
+            **state,
+            "placed": state["placed"] + tf.cast(real, tf.int32),
+            "shared": state["shared"] + tf.where(real, tf.gather(self.change, ids), 0),
+        }
+
+    def allowed(self, state: dict) -> tf.Tensor:
+        """[N, V] True where a label keeps the output a tree (module docstring)."""
+        left = (state["words"] - state["placed"])[:, tf.newaxis]  # [N, 1]
+        keeps_a_root = state["shared"][:, tf.newaxis] + self.change[tf.newaxis] >= 1  # [N, V]
+        vocab = tf.range(self.vocab_size)[tf.newaxis]  # [1, V]
+        return (
+            (self.is_pair[tf.newaxis] & keeps_a_root & (left >= 2))
+            | (self.is_last[tf.newaxis] & (left == 1))
+            | ((vocab == sequences.EOS_ID) & (left <= 0))
+        )
+
+    def step(self, ids: tf.Tensor, logits: tf.Tensor, state: dict, neg: float):
+        """As TreeConstraint.step."""
+        state = self.advance(state, ids)
+        return tf.where(self.allowed(state), logits, tf.cast(neg, logits.dtype)), state
+
+
+def for_problem(problem, hp) -> TreeConstraint | LabelConstraint | None:
     """The constraint a problem's decodes take under decode hparams `hp`: its
     trees' (`problem.tree_pos`: parsing problems), unless hp.tree_constraint
     is off; None for other problems."""
     if problem is None or problem.tree_pos is None or not hp.tree_constraint:
         return None
-    return TreeConstraint(problem.graph_tokenizer("").vocabulary(), problem.tree_pos)
+    tokens = problem.graph_tokenizer("").vocabulary()
+    if problem.tree_pos == "labels":
+        return LabelConstraint(tokens)
+    return TreeConstraint(tokens, problem.tree_pos)

@@ -1,0 +1,133 @@
+"""Trees as one label per word (data/tree_labels.py), the search held to them
+(decoding/tree_constraint.LabelConstraint) and the problem that uses them:
+hand-derived labels, round trips and the decode's mending."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t_lite.data import tree_labels, trees
+from t2t_lite.decoding import tree_constraint
+
+
+def tree(text: str) -> trees.Tree:
+    [(parsed, _)] = trees.read_trees(text, "t")
+    return trees.preprocess(parsed)
+
+
+def tagged_xx(node: trees.Tree) -> trees.Tree:
+    if node.is_preterminal:
+        return trees.Tree(trees.NORMALIZED_TAG, word=node.word)
+    return trees.Tree(node.label, [tagged_xx(child) for child in node.children])
+
+
+@pytest.mark.parametrize(
+    ("text", "labels"),
+    [
+        # The and dog share S, NP (2, lowest NP); dog and barks share S (1: -1);
+        # barks and . share S (+0) and barks has the unary VP; . is last.
+        ("(S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. .))", "+2/NP/ -1/S/ +0/S/VP =/"),
+        # S over VP over the same two words is one chain, S+VP; ADVP over "now"
+        # alone is its unary; NP over "it" alone, the last word's.
+        (
+            "(S (S (VP (VB Go) (ADVP (RB now)))) (. .) (NP (PRP it)))",
+            "+2/S+VP/ -1/S/ADVP +0/S/ =/NP",
+        ),
+        # A deeper right branch: we-saw share S (1); saw-her share S, VP (2: +1);
+        # her-leave share S, VP, S (3: +1), her's NP; leave is last, its VP.
+        (
+            "(S (NP (PRP We)) (VP (VBD saw) (S (NP (PRP her)) (VP (VB leave)))))",
+            "+1/S/NP +1/VP/ +1/S/NP =/VP",
+        ),
+        # One word: its chain only.
+        ("(NP (NN Hello))", "=/NP"),
+    ],
+)
+def test_trees_are_written_as_the_hand_derived_labels_and_read_back(text, labels):
+    t = tree(text)
+    assert " ".join(tree_labels.encode(t)) == labels
+    decoded, mended = tree_labels.decode(labels.split(), t.words())
+    assert mended == 0
+    assert decoded == tagged_xx(t)
+
+
+@pytest.mark.parametrize(
+    ("labels", "expected", "mended"),
+    [
+        # Nothing written: every pair +0 with no label, the root S, flat.
+        ("", "(S (XX a) (XX b) (XX c))", 3),
+        # A count below 1 is read as 1; a last word's label before the last
+        # word, and no label for the last: each mended once.
+        ("-3/NP/ =/", "(NP (XX a) (XX b) (XX c))", 3),
+        # +2 opens two constituents; the upper one is never named: left out,
+        # its children go to the root (named S by the label of b-c).
+        ("+2/NP/ -1/S/ =/", "(S (NP (XX a) (XX b)) (XX c))", 0),
+        ("+2/NP/ +0/NP/ =/", "(S (NP (XX a) (XX b) (XX c)))", 0),
+        # Labels of the wrong kind for their place, and labels past the last word.
+        ("=/ +1/VP/ +1/S/ x y", "(S (XX a) (VP (XX b) (XX c)))", 4),
+        # The first naming of a constituent holds.
+        ("+1/NP/ +0/VP/ =/", "(NP (XX a) (XX b) (XX c))", 0),
+    ],
+)
+def test_any_labels_decode_to_a_tree_over_exactly_the_words_counting_what_was_mended(
+    labels, expected, mended
+):
+    decoded, count = tree_labels.decode(labels.split(), ["a", "b", "c"])
+    assert decoded.bracketed() == expected
+    assert decoded.words() == ["a", "b", "c"]
+    assert count == mended
+    # One word and no chain: a root over it, as trees.repair gives.
+    assert tree_labels.decode(["=/"], ["x"])[0].bracketed() == "(S (XX x))"
+
+
+def test_labels_are_told_apart_from_words_and_other_symbols():
+    assert tree_labels.read_pair("+1/S+VP/NP") == (1, "S+VP", "NP")
+    assert tree_labels.read_pair("-12/PRT|ADVP/") == (-12, "PRT|ADVP", "")
+    assert tree_labels.read_last("=/NP+QP") == "NP+QP"
+    for token in ("1/S/", "+1/S", "+1//", "=/", "(S", "and/or", "+x/S/"):
+        assert tree_labels.read_pair(token) is None, token
+    for token in ("=", "=/a/b", "+0/S/", "word"):
+        assert tree_labels.read_last(token) is None, token
+
+
+def test_the_label_search_allows_a_root_keeping_pair_label_then_the_last_then_eos():
+    tokens = ["<pad>", "<EOS>", "+1/S/", "+0/NP/", "-1/S/", "+2/NP/", "=/", "=/NP", "dog"]
+    ids = {token: i for i, token in enumerate(tokens)}
+    inputs = tf.constant([[8, 8, 8, 1]])  # three words, EOS
+    constraint = tree_constraint.LabelConstraint(tokens)
+
+    def allowed_after(written: str) -> set[str]:
+        state = constraint.initial_state(inputs, extra_length=20)
+        for symbol in ["<pad>", *written.split()]:  # the start symbol first
+            state = constraint.advance(state, tf.constant([ids[symbol]]))
+        return {tokens[i] for i in np.flatnonzero(constraint.allowed(state).numpy()[0])}
+
+    assert allowed_after("") == {"+1/S/", "+2/NP/"}  # a first count of 1 or more
+    assert allowed_after("+1/S/") == {"+1/S/", "+0/NP/", "+2/NP/"}  # not below 1
+    assert allowed_after("+2/NP/") == {"+1/S/", "+0/NP/", "-1/S/", "+2/NP/"}
+    assert allowed_after("+2/NP/ -1/S/") == {"=/", "=/NP"}  # the last word's
+    assert allowed_after("+2/NP/ -1/S/ =/NP") == {"<EOS>"}
+    with pytest.raises(ValueError, match="no word labels"):
+        tree_constraint.LabelConstraint(["<pad>", "<EOS>", "(S", ")S", "XX"])
+
+
+def test_the_labels_problem_writes_labels_and_decodes_any_output_to_a_tree(tmp_path, caplog):
+    from t2t_lite.data import problem, subword
+
+    prob = problem.get("parsing_from_files_labels")
+    t = tree("(S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. .))")
+    assert prob.target(t) == "+2/NP/ -1/S/ +0/S/VP =/"
+    symbols = ["+2/NP/", "-1/S/", "+0/S/VP", "=/", "+1/S/"]
+    subword.save([*subword.RESERVED, *symbols], str(tmp_path / prob.vocab_filename))
+    prob.bind(str(tmp_path))
+    assert prob.tree_pos == "labels"
+    with caplog.at_level("WARNING"):
+        lines = prob.decoded_lines(
+            ["The dog barks .", "It rained ."],
+            [prob.encode_text(text) for text in ("+2/NP/ -1/S/ +0/S/VP =/", "+1/S/ =/")],
+        )
+    assert lines == [
+        "(TOP (S (NP (XX The) (XX dog)) (VP (XX barks)) (XX .)))",
+        "(TOP (S (XX It) (XX rained) (XX .)))",  # a label short: the last pair mended
+    ]
+    assert "1 of 2 decoded line(s) were not trees" in caplog.text
