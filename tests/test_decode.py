@@ -58,7 +58,7 @@ def test_greedy_decodes_are_the_models_teacher_forced_argmax(copy_run):
             "inputs": tf.constant([[*source, sequences.EOS_ID]]),
             "targets": tf.constant([output]),
         }
-        logits = model.forward(features, training=False)[0][0].numpy()
+        logits = model.logits_and_aux(features, training=False)[0][0].numpy()
         # The chosen token's logit is the row's maximum (up to float ties).
         chosen = logits[np.arange(len(output)), output]
         np.testing.assert_allclose(chosen, logits.max(axis=-1), rtol=0, atol=1e-4)

@@ -100,16 +100,16 @@ def by_hand(net, weight):
 
 def test_the_transformer_adds_the_labels_loss_and_accuracy():
     net = build("transformer", "transformer_test", "input_label_loss_weight=0.5")
-    _, aux = net.forward(FEATURES)
+    _, aux = net.logits_and_aux(FEATURES)
     loss, accuracy = by_hand(net, 0.5)
     assert set(aux) == {"loss", "input_label_accuracy"}
     np.testing.assert_allclose(aux["loss"].numpy(), loss, rtol=1e-5)
     np.testing.assert_allclose(aux["input_label_accuracy"].numpy(), accuracy, rtol=1e-6)
     # A batch without labels (a build's dummy batch) adds nothing, nor does weight 0.
     unlabelled = {k: v for k, v in FEATURES.items() if k != "input_labels"}
-    assert net.forward(unlabelled)[1] == {}
+    assert net.logits_and_aux(unlabelled)[1] == {}
     assert build("transformer", "transformer_test", "")(FEATURES) is not None
-    assert build("transformer", "transformer_test", "").forward(FEATURES)[1] == {}
+    assert build("transformer", "transformer_test", "").logits_and_aux(FEATURES)[1] == {}
 
 
 def test_the_adaptive_ut_adds_the_labels_loss_to_its_ponder_cost():
@@ -117,8 +117,8 @@ def test_the_adaptive_ut_adds_the_labels_loss_to_its_ponder_cost():
         "universal_transformer", "adaptive_universal_transformer_test", "input_label_loss_weight=2"
     )
     unlabelled = {k: v for k, v in FEATURES.items() if k != "input_labels"}
-    ponder = net.forward(unlabelled)[1]["loss"].numpy()
-    _, aux = net.forward(FEATURES)
+    ponder = net.logits_and_aux(unlabelled)[1]["loss"].numpy()
+    _, aux = net.logits_and_aux(FEATURES)
     loss, accuracy = by_hand(net, 2.0)
     assert {"encoder_ponder_time", "input_label_accuracy"} <= set(aux)
     np.testing.assert_allclose(aux["loss"].numpy(), ponder + loss, rtol=1e-5)
@@ -156,7 +156,7 @@ def test_training_reports_the_labels_accuracy(tmp_path):
     inputs = tf.constant(sequences.pad_batch([e["inputs"] for e in examples], width))
     targets = sequences.pad_batch([e["targets"] for e in examples], 4)
     features = prob.with_input_labels({"inputs": inputs, "targets": tf.constant(targets)})
-    _, aux = t.model.forward(features, training=False)
+    _, aux = t.model.logits_and_aux(features, training=False)
     encoded, _ = t.model.encode(inputs)
     logits = t.model.softmax.logits(encoded).numpy()  # [B, S, V]
     labels = features["input_labels"].numpy()  # [B, S], 0: none

@@ -136,7 +136,7 @@ def test_act_budget_scales_with_the_source():
 def test_training_draws_one_move_per_row_for_both_stacks():
     model = ut_model(rec_steps_per_symbol=1.0, num_rec_steps=8, rec_steps_random=2)
     features = {"inputs": INPUTS, "targets": TARGETS}
-    logits, _ = model.forward(features, training=True)
+    logits, _ = model.logits_and_aux(features, training=True)
     assert np.isfinite(logits.numpy()).all()
     # Evaluation draws nothing: two passes agree.
     np.testing.assert_array_equal(model(features).numpy(), model(features).numpy())

@@ -75,8 +75,8 @@ def test_universal_transformers_train_and_decode_under_mixed_precision(
     assert model.embedding.compute_dtype == {"fp16": "float16", "bf16": "bfloat16"}[precision]
     batch = random_batch(7, 4, 6)
     np.testing.assert_allclose(
-        model.forward(batch)[0].numpy(),
-        reference.forward(batch)[0].numpy(),
+        model.logits_and_aux(batch)[0].numpy(),
+        reference.logits_and_aux(batch)[0].numpy(),
         atol=FLOAT32_ATOL[precision],
     )
     strategy = tf.distribute.get_strategy()
@@ -97,7 +97,7 @@ def test_universal_transformers_train_and_decode_under_mixed_precision(
         assert all(np.isfinite(float(v)) for v in metrics.values())
 
     batch = random_batch(7, 4, 6)
-    logits, _ = model.forward(batch)
+    logits, _ = model.logits_and_aux(batch)
     assert logits.dtype == tf.float32 and np.isfinite(logits.numpy()).all()
     if exp.hparams.adaptive:
         # Each real position's halting weights sum to 1; padding has none.

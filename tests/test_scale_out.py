@@ -124,7 +124,7 @@ def test_mixed_precision_trains_with_finite_loss_and_float32_variables(precision
     assert run.model.embedding.compute_dtype == compute
     assert {v.dtype for v in run.model.trainable_variables} == {"float32"}
     assert isinstance(run.optimizer, keras.optimizers.LossScaleOptimizer) == (precision == "fp16")
-    logits, _ = run.model.forward(random_batch(3, 2, 4, run.problem.vocab_size))
+    logits, _ = run.model.logits_and_aux(random_batch(3, 2, 4, run.problem.vocab_size))
     assert logits.dtype == tf.float32
     results = run.train()
     assert math.isfinite(results["dev"]["loss"])

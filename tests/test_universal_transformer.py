@@ -49,7 +49,7 @@ def test_every_set_is_causal_and_blind_to_padding(name):
     changed = model({"inputs": INPUTS, "targets": later}).numpy()
     np.testing.assert_allclose(changed[:, :3], logits[:, :3], atol=1e-5)
     assert not np.allclose(changed[:, 3], logits[:, 3], atol=1e-5)
-    trained, aux = model.forward(FEATURES, training=True)
+    trained, aux = model.logits_and_aux(FEATURES, training=True)
     assert trained.shape == (2, 5, 13) and ("loss" in aux) == hp.adaptive
 
 
@@ -211,8 +211,8 @@ def test_example_alone_equals_example_in_padded_batch(overrides):
         "inputs": tf.constant([[3, 4, 1, 0, 0, 0], [5, 6, 7, 8, 9, 1]]),
         "targets": tf.constant([[4, 3, 1, 0, 0, 0, 0], [9, 8, 7, 6, 5, 1, 0]]),
     }
-    logits_alone, aux_alone = model.forward(alone)
-    logits_batch, aux_batch = model.forward(batch)
+    logits_alone, aux_alone = model.logits_and_aux(alone)
+    logits_batch, aux_batch = model.logits_and_aux(batch)
     np.testing.assert_allclose(logits_batch[0, :3].numpy(), logits_alone[0].numpy(), atol=1e-5)
     if aux_alone:
         assert float(aux_batch["encoder_act_steps"]) >= float(aux_alone["encoder_act_steps"])
@@ -234,7 +234,7 @@ def test_decoder_is_causal(overrides):
 
 def test_ponder_cost_is_weighted_mean_ponder_time():
     model = ut_model(adaptive=True, act_loss_weight=0.5)
-    _, aux = model.forward(FEATURES, training=True)
+    _, aux = model.logits_and_aux(FEATURES, training=True)
     expected = 0.5 * (float(aux["encoder_ponder_time"]) + float(aux["decoder_ponder_time"]))
     assert float(aux["loss"]) == pytest.approx(expected, rel=1e-6)
     for stack in ("encoder", "decoder"):

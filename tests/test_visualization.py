@@ -43,9 +43,9 @@ MODELS = {
 def test_recorded_rows_are_distributions_over_visible_keys(name):
     model = MODELS[name]()
     with attention.recording(model) as records:
-        model.forward({"inputs": INPUTS, "targets": TARGETS})
+        model.logits_and_aux({"inputs": INPUTS, "targets": TARGETS})
     recorded = len(records)
-    model.forward({"inputs": INPUTS, "targets": TARGETS})
+    model.logits_and_aux({"inputs": INPUTS, "targets": TARGETS})
     assert records and len(records) == recorded  # nothing recorded after the block
     names = [n for n, _ in records]
     assert set(names) == {"self_attention", "encdec_attention"}
@@ -72,12 +72,12 @@ def test_a_recording_sees_only_its_own_model_and_nests():
     recorded, other = MODELS["transformer"](), MODELS["transformer"]()
     features = {"inputs": INPUTS, "targets": TARGETS}
     with attention.recording(recorded) as outer:
-        other.forward(features)
+        other.logits_and_aux(features)
         assert outer == []  # another model's layers record nothing
         with attention.recording(recorded) as inner:
-            recorded.forward(features)
+            recorded.logits_and_aux(features)
         assert inner and outer == []  # the innermost block gets them
-        recorded.forward(features)
+        recorded.logits_and_aux(features)
     assert len(outer) == len(inner)  # the outer recording resumed after the inner one
 
 

@@ -1,4 +1,9 @@
-"""Multi-head scaled dot-product attention (paper section 3.2)."""
+"""Multi-head scaled dot-product attention (paper section 3.2).
+
+The layer's forward pass is keras.ops (every Keras backend); the decoding
+caches below it (KVCache, write_kv, step_bias) and `attend_grouped` serve
+t2t_lite's TensorFlow search only.
+"""
 
 import contextlib
 import math
@@ -7,6 +12,7 @@ from typing import NamedTuple
 
 import keras
 import tensorflow as tf
+from keras import ops
 
 from t2t_lite.layers import dense, masks, serialization
 
@@ -108,81 +114,77 @@ class MultiHeadAttention(keras.layers.Layer):
                 dtype="float32",
             )
 
-    def split_heads(self, x: tf.Tensor, depth: int | None = None) -> tf.Tensor:
+    def split_heads(self, x, depth: int | None = None):
         """[B, L, H * D] -> [B, H, L, D] (D: `depth`, default the values' depth)."""
-        shape = tf.shape(x)
-        x = tf.reshape(x, [shape[0], shape[1], self.num_heads, depth or self.depth])  # [B, L, H, D]
-        return tf.transpose(x, [0, 2, 1, 3])  # [B, H, L, D]
+        shape = ops.shape(x)
+        x = ops.reshape(
+            x, (shape[0], shape[1], self.num_heads, depth or self.depth)
+        )  # [B, L, H, D]
+        return ops.transpose(x, (0, 2, 1, 3))  # [B, H, L, D]
 
-    def merge_heads(self, x: tf.Tensor) -> tf.Tensor:
+    def merge_heads(self, x):
         """[B, H, L, D] -> [B, L, C]."""
-        x = tf.transpose(x, [0, 2, 1, 3])  # [B, L, H, D]
-        shape = tf.shape(x)
-        return tf.reshape(x, [shape[0], shape[1], self.num_heads * self.depth])  # [B, L, C]
+        x = ops.transpose(x, (0, 2, 1, 3))  # [B, L, H, D]
+        shape = ops.shape(x)
+        return ops.reshape(x, (shape[0], shape[1], self.num_heads * self.depth))  # [B, L, C]
 
-    def project_memory(self, memory: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    def project_memory(self, memory):
         """Keys [B, H, S, Dk] and values [B, H, S, D] of `memory` [B, S, C]."""
         keys = self.split_heads(self.key(memory), self.key_depth)
         return keys, self.split_heads(self.value(memory))
 
-    def softmax(self, logits: tf.Tensor, bias: tf.Tensor) -> tf.Tensor:
+    def softmax(self, logits, bias):
         """float32 attention weights of logits [B, H, T, S] under an additive bias
         (broadcast to them), the scalable softmax's scale applied where it is on."""
-        logits, bias = tf.cast(logits, tf.float32), tf.cast(bias, tf.float32)
+        logits, bias = ops.cast(logits, "float32"), ops.cast(bias, "float32")
         if self.length_scale is not None or self.fixed_length:
             # The bias's own batch and query axes (the key axis broadcast to S),
             # not a copy of the logits' [B, H, T, S].
-            seen = tf.cast(bias > masks.NEG_INF / 2, tf.float32) + tf.zeros_like(logits[:1, :1, :1])
-            keys = tf.maximum(tf.reduce_sum(seen, -1, keepdims=True), 1.0)  # [B|1, 1, T|1, 1]
-            log_keys = tf.math.log(keys)
+            seen = ops.cast(bias > masks.NEG_INF / 2, "float32") + ops.zeros_like(
+                logits[:1, :1, :1]
+            )
+            keys = ops.maximum(ops.sum(seen, -1, keepdims=True), 1.0)  # [B|1, 1, T|1, 1]
+            log_keys = ops.log(keys)
             if self.fixed_length:
-                logits = logits * tf.maximum(1.0, log_keys / math.log(self.fixed_length))
+                logits = logits * ops.maximum(1.0, log_keys / math.log(self.fixed_length))
             else:
-                scale = tf.reshape(self.length_scale, [1, -1, 1, 1])  # [1, H, 1, 1]
+                scale = ops.reshape(self.length_scale, (1, -1, 1, 1))  # [1, H, 1, 1]
                 logits = logits * scale * log_keys
-        return tf.nn.softmax(logits + bias)
+        return ops.softmax(logits + bias, axis=-1)
 
-    def attend(
-        self,
-        query: tf.Tensor,
-        keys: tf.Tensor,
-        values: tf.Tensor,
-        bias: tf.Tensor,
-        training: bool = False,
-        query_start: tf.Tensor | int = 0,
-    ) -> tf.Tensor:
+    def attend(self, query, keys, values, bias, training: bool = False, query_start=0):
         """query [B, T, C] over projected keys/values [B, H, S, D] -> [B, T, C].
         query_start: the first query's position among the keys' (relative
         positions only: a decoding step's index)."""
         q = self.split_heads(self.query(query), self.key_depth) * (
             self.key_depth**-0.5
         )  # [B, H, T, Dk]
-        logits = tf.einsum("bhtd,bhsd->bhts", q, keys)  # [B, H, T, S]
+        logits = ops.einsum("bhtd,bhsd->bhts", q, keys)  # [B, H, T, S]
         distances = None
         if self.max_relative_position:
-            distances = self.distances(query_start, tf.shape(q)[2], tf.shape(keys)[2], q.dtype)
-            by_distance = tf.einsum("bhtd,rd->bhtr", q, tf.cast(self.relative_keys, q.dtype))
-            logits += tf.einsum("bhtr,tsr->bhts", by_distance, distances)  # [B, H, T, S]
+            distances = self.distances(query_start, ops.shape(q)[2], ops.shape(keys)[2], q.dtype)
+            by_distance = ops.einsum("bhtd,rd->bhtr", q, ops.cast(self.relative_keys, q.dtype))
+            logits += ops.einsum("bhtr,tsr->bhts", by_distance, distances)  # [B, H, T, S]
         # Softmax in float32: the bias and the normalisation stay exact under
         # mixed precision.
         weights = self.softmax(logits, bias)
         if self.recorder is not None:  # a Python check: traced graphs record nothing
             self.recorder((self.name, weights))
-        weights = self.dropout(tf.cast(weights, values.dtype), training=training)
-        context = tf.einsum("bhts,bhsd->bhtd", weights, values)  # [B, H, T, D]
+        weights = self.dropout(ops.cast(weights, values.dtype), training=training)
+        context = ops.einsum("bhts,bhsd->bhtd", weights, values)  # [B, H, T, D]
         if distances is not None:
-            per_distance = tf.einsum("bhts,tsr->bhtr", weights, distances)  # [B, H, T, 2k+1]
-            relative_values = tf.cast(self.relative_values, values.dtype)
-            context += tf.einsum("bhtr,rd->bhtd", per_distance, relative_values)
+            per_distance = ops.einsum("bhts,tsr->bhtr", weights, distances)  # [B, H, T, 2k+1]
+            relative_values = ops.cast(self.relative_values, values.dtype)
+            context += ops.einsum("bhtr,rd->bhtd", per_distance, relative_values)
         return self.output_projection(self.merge_heads(context))
 
-    def distances(self, query_start, queries, keys, dtype) -> tf.Tensor:
+    def distances(self, query_start, queries, keys, dtype):
         """One-hot clipped distances [T, S, 2k+1]: row k + clip(j - i, -k, k) for
         query i = query_start + t and key j = s."""
         k = self.max_relative_position
-        query_positions = tf.cast(query_start, tf.int32) + tf.range(queries)
-        offsets = tf.range(keys)[tf.newaxis, :] - query_positions[:, tf.newaxis]  # [T, S]
-        return tf.one_hot(tf.clip_by_value(offsets, -k, k) + k, 2 * k + 1, dtype=dtype)
+        query_positions = ops.cast(query_start, "int32") + ops.arange(queries, dtype="int32")
+        offsets = ops.arange(keys, dtype="int32")[None, :] - query_positions[:, None]  # [T, S]
+        return ops.one_hot(ops.clip(offsets, -k, k) + k, 2 * k + 1, dtype=dtype)
 
     def attend_grouped(
         self, query: tf.Tensor, keys: tf.Tensor, values: tf.Tensor, bias: tf.Tensor

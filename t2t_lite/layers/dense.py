@@ -8,6 +8,7 @@ then carries that permutation as a loop value, and XLA refuses it: a
 transpose's permutation must be a compile-time constant. Flattening the
 leading axes, one matmul, and restoring them is the same product, element
 for element (tensordot's own reshape, without its transpose), and compiles.
+Other Keras backends have no such loop: there it is keras.layers.Dense.
 """
 
 import keras
@@ -19,6 +20,8 @@ class Dense(keras.layers.Dense):
     """keras.layers.Dense with rank > 2 inputs multiplied as [N, C] x [C, units]."""
 
     def call(self, inputs, training=None):
+        if keras.backend.backend() != "tensorflow" or not isinstance(inputs, tf.Tensor):
+            return super().call(inputs, training=training)
         if inputs.shape.rank is None or inputs.shape.rank <= 2:
             return super().call(inputs, training=training)
         leading = inputs.shape[:-1]

@@ -3,18 +3,18 @@
 import math
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from t2t_lite.layers import masks, serialization
 
 
 def timing_signal(
-    length: tf.Tensor | int,
+    length,
     channels: int,
-    start: tf.Tensor | int = 0,
+    start=0,
     min_timescale: float = 1.0,
     max_timescale: float = 1.0e4,
-) -> tf.Tensor:
+):
     """Sinusoids of positions start..start+length-1 -> [1, L, C] float32.
 
     Like tensor2tensor, the channels are [sin(all timescales), cos(all
@@ -25,30 +25,32 @@ def timing_signal(
     return timing_signal_at(positions_of(length, start), channels, min_timescale, max_timescale)
 
 
-def positions_of(length: tf.Tensor | int, start: tf.Tensor | int = 0) -> tf.Tensor:
+def positions_of(length, start=0):
     """Positions start..start+length-1 -> [1, L]; a [B, L] start is taken as each
     row's explicit positions (coupled positions) -> [B, L]."""
-    if isinstance(start, tf.Tensor) and start.shape.rank == 2:
+    if ops.is_tensor(start) and len(start.shape) == 2:
         return start  # [B, L]
-    return (tf.range(length) + start)[tf.newaxis]  # [1, L]
+    return (ops.arange(length, dtype="int32") + start)[None]  # [1, L]
 
 
 def timing_signal_at(
-    positions: tf.Tensor,
+    positions,
     channels: int,
     min_timescale: float = 1.0,
     max_timescale: float = 1.0e4,
-) -> tf.Tensor:
+):
     """Sinusoids of explicit positions [B, L] (any integers) -> [B, L, C] float32."""
-    positions = tf.cast(positions, tf.float32)
+    positions = ops.cast(positions, "float32")
     num_timescales = channels // 2
     log_increment = math.log(max_timescale / min_timescale) / max(num_timescales - 1, 1)
-    inv_timescales = min_timescale * tf.exp(
-        tf.range(num_timescales, dtype=tf.float32) * -log_increment
+    inv_timescales = min_timescale * ops.exp(
+        ops.arange(num_timescales, dtype="float32") * -log_increment
     )
-    scaled = positions[..., tf.newaxis] * inv_timescales  # [B, L, C/2]
-    signal = tf.concat([tf.sin(scaled), tf.cos(scaled)], axis=-1)  # [B, L, 2*(C/2)]
-    return tf.pad(signal, [[0, 0], [0, 0], [0, channels % 2]])  # [B, L, C]
+    scaled = positions[..., None] * inv_timescales  # [B, L, C/2]
+    signal = ops.concatenate([ops.sin(scaled), ops.cos(scaled)], axis=-1)  # [B, L, 2*(C/2)]
+    if channels % 2:
+        signal = ops.pad(signal, [[0, 0], [0, 0], [0, 1]])  # [B, L, C]
+    return signal
 
 
 @serialization.serializable
@@ -71,11 +73,11 @@ class LearnedPositions(keras.layers.Layer):
             initializer=keras.initializers.RandomNormal(stddev=0.5**0.5),
         )
 
-    def signal(self, length: tf.Tensor | int, start: tf.Tensor | int = 0) -> tf.Tensor:
+    def signal(self, length, start=0):
         if not self.built:
             self.build()
-        positions = tf.clip_by_value(positions_of(length, start), 0, self.max_positions - 1)
-        return tf.gather(tf.cast(self.table, tf.float32), positions)  # [1 or B, L, C]
+        positions = ops.clip(positions_of(length, start), 0, self.max_positions - 1)
+        return ops.take(ops.cast(self.table, "float32"), positions, axis=0)  # [1 or B, L, C]
 
 
 @serialization.serializable
@@ -94,31 +96,31 @@ class SharedEmbedding(keras.layers.Layer):
             initializer=keras.initializers.RandomNormal(stddev=self.hidden_size**-0.5),
         )
 
-    def embed(self, ids: tf.Tensor) -> tf.Tensor:
+    def embed(self, ids):
         """ids [B, L] -> [B, L, C], scaled by sqrt(C), zero at PAD."""
         if not self.built:
             self.build()
-        emb = tf.gather(tf.cast(self.weights_matrix, self.compute_dtype), ids)
-        mask = tf.cast(masks.padding_mask(ids), self.compute_dtype)[..., tf.newaxis]
+        emb = ops.take(ops.cast(self.weights_matrix, self.compute_dtype), ids, axis=0)
+        mask = ops.cast(masks.padding_mask(ids), self.compute_dtype)[..., None]
         return emb * (self.hidden_size**0.5) * mask  # [B, L, C]
 
-    def logits(self, x: tf.Tensor, kernel: tf.Tensor | None = None) -> tf.Tensor:
+    def logits(self, x, kernel=None):
         """x [B, T, C] -> float32 logits [B, T, V]; `kernel` is `softmax_kernel()`
         computed once, for loops that take the logits at every step."""
         if not self.built:
             self.build()
         # In float32 under mixed precision too: the softmax's inputs keep full precision.
-        x = tf.cast(x, tf.float32)
+        x = ops.cast(x, "float32")
         if kernel is not None:
-            return tf.einsum("btc,cv->btv", x, kernel)  # [B, T, V]
-        return tf.einsum("btc,vc->btv", x, tf.cast(self.weights_matrix, tf.float32))
+            return ops.einsum("btc,cv->btv", x, kernel)  # [B, T, V]
+        return ops.einsum("btc,vc->btv", x, ops.cast(self.weights_matrix, "float32"))
 
-    def softmax_kernel(self) -> tf.Tensor:
+    def softmax_kernel(self):
         """The float32 matrix transposed, [C, V]: with V contiguous, the decoding
         step's product runs 1.6-1.8x faster on AVX2 CPUs (docs/benchmarks.md)."""
         if not self.built:
             self.build()
-        return tf.transpose(tf.cast(self.weights_matrix, tf.float32))  # [C, V]
+        return ops.transpose(ops.cast(self.weights_matrix, "float32"))  # [C, V]
 
     def call(self, ids):
         return self.embed(ids)

@@ -1,7 +1,12 @@
-"""Transition functions: the position-wise FFN and the depthwise-separable convolution."""
+"""Transition functions: the position-wise FFN and the depthwise-separable convolution.
+
+Their forward passes are keras.ops (every Keras backend); the decoding
+steps' state (`initial_step_state`, `step`) serves the TensorFlow search.
+"""
 
 import keras
 import tensorflow as tf
+from keras import ops
 
 from t2t_lite.layers import dense, serialization
 
@@ -66,21 +71,21 @@ class SeparableConvolution(keras.layers.Layer):
         self.outer = keras.layers.SeparableConv1D(hidden_size, kernel_sizes[1], name="outer")
         self.dropout = keras.layers.Dropout(relu_dropout)
 
-    def _pad(self, x: tf.Tensor, kernel_size: int) -> tf.Tensor:
+    def _pad(self, x, kernel_size: int):
         """x [B, L, C] -> [B, L + k - 1, C], so a 'valid' conv keeps length L."""
         if self.causal:
-            return tf.pad(x, [[0, 0], [kernel_size - 1, 0], [0, 0]])
+            return ops.pad(x, [[0, 0], [kernel_size - 1, 0], [0, 0]])
         left = (kernel_size - 1) // 2
-        return tf.pad(x, [[0, 0], [left, kernel_size - 1 - left], [0, 0]])
+        return ops.pad(x, [[0, 0], [left, kernel_size - 1 - left], [0, 0]])
 
     def call(self, x, nonpadding=None, training=False):
         """x [B, L, C], nonpadding [B, L, 1] (1 at real positions) or None."""
         if nonpadding is not None:
-            x = x * tf.cast(nonpadding, x.dtype)
+            x = x * ops.cast(nonpadding, x.dtype)
         y = self.inner(self._pad(x, self.kernel_sizes[0]))  # [B, L, filter]
         y = self.dropout(y, training=training)
         if nonpadding is not None:
-            y = y * tf.cast(nonpadding, y.dtype)
+            y = y * ops.cast(nonpadding, y.dtype)
         return self.outer(self._pad(y, self.kernel_sizes[1]))  # [B, L, C]
 
     def initial_step_state(self, batch_size: tf.Tensor, dtype) -> tuple:

@@ -5,6 +5,7 @@ from collections.abc import Callable
 
 import keras
 import tensorflow as tf
+from keras import ops
 
 from t2t_lite import sequences
 from t2t_lite.layers import act, embedding, serialization, transformer_layers
@@ -102,13 +103,13 @@ class LengthDepth:
         )
 
 
-def source_lengths(encoder_bias: tf.Tensor, rows: tf.Tensor | int | None = None) -> tf.Tensor:
+def source_lengths(encoder_bias, rows=None):
     """The count of real encoder positions per row, read off the encoder bias
     [B', 1, 1, S] (0 where real) -> [B'], or [rows] when the decoder has rows / B'
     consecutive rows per source (beam search's hypotheses)."""
-    lengths = tf.reduce_sum(tf.cast(tf.equal(encoder_bias[:, 0, 0, :], 0.0), tf.int32), 1)
+    lengths = ops.sum(ops.cast(ops.equal(encoder_bias[:, 0, 0, :], 0.0), "int32"), 1)
     if rows is not None:  # [B'] -> [rows]
-        lengths = tf.repeat(lengths, rows // tf.shape(lengths)[0])
+        lengths = ops.repeat(lengths, rows // ops.shape(lengths)[0])
     return lengths
 
 

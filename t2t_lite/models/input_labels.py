@@ -11,12 +11,12 @@ length, and a shortcut that settles after a few layers or steps does not
 once the input outgrows what they compose.
 """
 
-import tensorflow as tf
+from keras import ops
 
 LABELS = "input_labels"
 
 
-def terms(model, features: dict, encoded: tf.Tensor) -> dict[str, tf.Tensor]:
+def terms(model, features: dict, encoded) -> dict:
     """The model's auxiliary outputs for `features`: {} when the option is off
     or the batch carries no labels (a model build's dummy batch), else
     "loss", the weight times the mean cross-entropy per labelled position,
@@ -27,17 +27,18 @@ def terms(model, features: dict, encoded: tf.Tensor) -> dict[str, tf.Tensor]:
         return {}
     labels = features[LABELS]  # [B, S]
     logits = model.softmax.logits(encoded)  # [B, S, V] float32
-    present = tf.cast(labels > 0, tf.float32)  # [B, S]
-    xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
-    count = tf.maximum(tf.reduce_sum(present), 1.0)
-    right = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=labels.dtype), labels), tf.float32)
+    present = ops.cast(labels > 0, "float32")  # [B, S]
+    xent = ops.sparse_categorical_crossentropy(labels, logits, from_logits=True)  # [B, S]
+    count = ops.maximum(ops.sum(present), 1.0)
+    guess = ops.cast(ops.argmax(logits, -1), labels.dtype)
+    right = ops.cast(ops.equal(guess, labels), "float32")
     return {
-        "loss": weight * tf.reduce_sum(xent * present) / count,
-        "input_label_accuracy": tf.reduce_sum(right * present) / count,
+        "loss": weight * ops.sum(xent * present) / count,
+        "input_label_accuracy": ops.sum(right * present) / count,
     }
 
 
-def merged(aux: dict[str, tf.Tensor], more: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+def merged(aux: dict, more: dict) -> dict:
     """Two sets of auxiliary outputs as one: their "loss" entries are summed."""
     out = {**aux, **more}
     if "loss" in aux and "loss" in more:

@@ -15,18 +15,18 @@ import functools
 from typing import Any
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from t2t_lite.layers import masks, universal
 
 
-def draw_positions(batch_size, count, limit: int, seed) -> tf.Tensor:
+def draw_positions(batch_size, count, limit: int, seed):
     """Randomized positions: per row, a sorted random subset of `count` distinct
     positions of [0, max(limit, count)) -> int32 [B, count]."""
-    span = tf.maximum(limit, count)
-    keys = keras.random.uniform(tf.stack([batch_size, span]), seed=seed)  # [B, span]
-    _, chosen = tf.math.top_k(keys, k=count)  # [B, count]: distinct, in random order
-    return tf.sort(chosen, axis=-1)
+    span = ops.maximum(limit, count)
+    keys = keras.random.uniform((batch_size, span), seed=seed)  # [B, span]
+    _, chosen = ops.top_k(keys, k=count)  # [B, count]: distinct, in random order
+    return ops.sort(ops.cast(chosen, "int32"), axis=-1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,27 +38,27 @@ class Spread:
     Deterministic and per row, so cached decoding computes the same ones.
     lengths: int32 [B], each row's n."""
 
-    lengths: tf.Tensor
+    lengths: object  # a tensor
     limit: int
 
 
 def is_explicit(start) -> bool:
     """Whether a position start gives each row its own positions: a drawn
     table [B, K] or a Spread."""
-    return isinstance(start, Spread) or (isinstance(start, tf.Tensor) and start.shape.rank == 2)
+    return isinstance(start, Spread) or (ops.is_tensor(start) and len(start.shape) == 2)
 
 
-def place(start, index: tf.Tensor) -> tf.Tensor:
+def place(start, index):
     """Position indices [B or 1, L] (0 the first) -> positions: start + index, or,
     with a drawn table [B, K], each index's drawn position, or with a Spread,
     floor(index * limit / n) per row -> [B, L]."""
     if isinstance(start, Spread):
-        n = tf.maximum(start.lengths, 1)[:, tf.newaxis]  # [B, 1]
+        n = ops.maximum(start.lengths, 1)[:, None]  # [B, 1]
         return (index * start.limit) // n  # [B, L]: integer, exact
     if not is_explicit(start):
         return start + index
-    index = tf.broadcast_to(index, [tf.shape(start)[0], tf.shape(index)[1]])  # [B, L]
-    return tf.gather(start, index, batch_dims=1)  # [B, L]
+    index = ops.broadcast_to(index, (ops.shape(start)[0], ops.shape(index)[1]))  # [B, L]
+    return ops.take_along_axis(start, index, axis=1)  # [B, L]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,7 +94,7 @@ class Policy:
                 f"a token source, not input_encoding={self.input_encoding!r}"
             )
 
-    def starts(self, features, training: bool) -> tuple[tf.Tensor | int, tf.Tensor | int]:
+    def starts(self, features, training: bool) -> tuple:
         """The first position's index for the encoder and for the decoder.
 
         0 at evaluation and with position_start_index "none". In training,
@@ -117,10 +117,10 @@ class Policy:
             return 0, 0
         has_encoder = self.input_encoding != "none"
         source = features["inputs"] if has_encoder else features["targets"]
-        limit = hp.position_start_max or tf.shape(source)[1]
+        limit = hp.position_start_max or ops.shape(source)[1]
         if hp.position_start_index == "randomized":
-            count = tf.maximum(tf.shape(source)[1], tf.shape(features["targets"])[1])
-            table = draw_positions(tf.shape(source)[0], count, limit, self.seed)
+            count = ops.maximum(ops.shape(source)[1], ops.shape(features["targets"])[1])
+            table = draw_positions(ops.shape(source)[0], count, limit, self.seed)
             return table, table
 
         def draw(shape):
@@ -139,7 +139,7 @@ class Policy:
             return 0
         return Spread(lengths(), self.hparams.position_start_max)
 
-    def encoder(self, inputs: tf.Tensor, start: tf.Tensor | int | None = None):
+    def encoder(self, inputs, start=None):
         """The encoder's positions for inputs [B, S] from `start`: start itself
         (consecutive positions) unless position_coupling="addition", then
         explicit positions [B, S] that restart at start after each separator:
@@ -148,30 +148,23 @@ class Policy:
         """
         if start is None:  # evaluation's; a spread counts each row's tokens [B]
             start = self.evaluation_start(
-                lambda: tf.cast(tf.reduce_sum(masks.padding_mask(inputs), 1), tf.int32)
+                lambda: ops.cast(ops.sum(masks.padding_mask(inputs), 1), "int32")
             )
-        length = tf.shape(inputs)[1]
+        length = ops.shape(inputs)[1]
         if self.hparams.position_coupling != "addition":
             if is_explicit(start):  # randomized or spread positions: [B, S]
-                return place(start, tf.range(length)[tf.newaxis])
+                return place(start, ops.arange(length, dtype="int32")[None])
             return start
-        index = tf.range(length)  # [S]
+        index = ops.arange(length, dtype="int32")  # [S]
         # A separator at j restarts the count at j + 1 (it ends its own number).
-        after = tf.where(tf.equal(inputs, self.hparams.position_separator_id), index + 1, 0)
-        before = index[:, tf.newaxis] < index[tf.newaxis]  # [S, S]: j < i
-        restart = tf.reduce_max(
-            tf.where(before[tf.newaxis], after[:, :, tf.newaxis], 0), axis=1
+        after = ops.where(ops.equal(inputs, self.hparams.position_separator_id), index + 1, 0)
+        before = index[:, None] < index[None]  # [S, S]: j < i
+        restart = ops.max(
+            ops.where(before[None], after[:, :, None], 0), axis=1
         )  # [B, S(j), S(i)] -> [B, S]: the newest restart before each position
-        return place(start, index[tf.newaxis] - restart)  # [B, S]
+        return place(start, index[None] - restart)  # [B, S]
 
-    def decoder(
-        self,
-        length: tf.Tensor | int,
-        encoder_bias: tf.Tensor,
-        start: tf.Tensor | int | None = None,
-        rows: tf.Tensor | None = None,
-        first: tf.Tensor | int = 0,
-    ) -> tf.Tensor | int:
+    def decoder(self, length, encoder_bias, start=None, rows=None, first=0):
         """The decoder's positions for targets first..first+length-1 from `start`:
         start + first itself (consecutive positions) without coupling; with
         position_coupling="reverse", explicit positions [B, length]: for a
@@ -190,12 +183,12 @@ class Policy:
             start = self.evaluation_start(lengths)
         if self.hparams.position_coupling != "reverse":
             if is_explicit(start):  # randomized or spread positions: [B, length]
-                return place(start, first + tf.range(length)[tf.newaxis])
+                return place(start, first + ops.arange(length, dtype="int32")[None])
             return start + first
         symbols = lengths() - 1  # [B] without EOS
-        n = symbols[:, tf.newaxis]  # [B, 1]
-        steps = first + tf.range(length)[tf.newaxis]  # [1, length]
-        return place(start, tf.where(steps < n, n - 1 - steps, steps))  # [B, length]
+        n = symbols[:, None]  # [B, 1]
+        steps = first + ops.arange(length, dtype="int32")[None]  # [1, length]
+        return place(start, ops.where(steps < n, n - 1 - steps, steps))  # [B, length]
 
     def per_row_in_decoding(self) -> bool:
         """Whether a cached decoding step's position differs per row ([B, 1]:

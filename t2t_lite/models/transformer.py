@@ -1,7 +1,14 @@
-"""The Transformer encoder-decoder (Vaswani et al., 2017)."""
+"""The Transformer encoder-decoder (Vaswani et al., 2017).
+
+The forward and training pass (`call`, `forward`, `encode`, `decode`) is
+keras.ops, so it runs on every Keras backend; the cached decoding steps
+(`init_cache`, `embed_step`, `decode_step`) serve t2t_lite's TensorFlow search.
+"""
 
 import keras
+import numpy as np
 import tensorflow as tf
+from keras import ops
 
 from t2t_lite import hparams as hparams_lib
 from t2t_lite import registry, sequences
@@ -9,9 +16,9 @@ from t2t_lite.layers import embedding, facts, masks, transformer_layers
 from t2t_lite.models import input_labels, positions, transformer_hparams
 
 
-def shift_right(targets: tf.Tensor) -> tf.Tensor:
+def shift_right(targets):
     """Decoder inputs: targets delayed one step, PAD (0) as the start symbol. [B, T]."""
-    return tf.pad(targets, [[0, 0], [1, 0]])[:, :-1]  # [B, T]
+    return ops.pad(targets, [[0, 0], [1, 0]])[:, :-1]  # [B, T]
 
 
 @registry.MODELS.register("transformer")
@@ -184,17 +191,15 @@ class Transformer(keras.Model):
     def has_encoder(self) -> bool:
         return self.input_encoding != "none"
 
-    def dummy_features(self) -> dict[str, tf.Tensor]:
+    def dummy_features(self) -> dict:
         """A one-row batch that builds every variable (checkpoints.build_model)."""
-        targets = tf.ones([1, 2], tf.int32)
+        targets = ops.ones((1, 2), "int32")
         if self.input_encoding == "facts":  # one (empty) fact, so the encoder runs
-            return {
-                "inputs": tf.constant([[sequences.FACT_END_ID, sequences.EOS_ID]]),
-                "targets": targets,
-            }
+            inputs = np.array([[sequences.FACT_END_ID, sequences.EOS_ID]], np.int32)
+            return {"inputs": ops.convert_to_tensor(inputs), "targets": targets}
         return {"inputs": targets, "targets": targets}
 
-    def embed_inputs(self, inputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    def embed_inputs(self, inputs):
         """inputs [B, L] -> (encoder positions' embeddings [B, S, C], nonpadding [B, S]).
 
         S = L for tokens; for facts, S is the batch's largest fact count.
@@ -203,60 +208,48 @@ class Transformer(keras.Model):
             return self.fact_embedding(inputs)
         return self.source_embedding.embed(inputs), masks.padding_mask(inputs)
 
-    def empty_memory(self, inputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    def empty_memory(self, inputs):
         """A decoder-only model's "encoder output": [B, 0, C] and its bias [B, 1, 1, 0].
 
         Decoding code stays the same for both kinds (the batch size comes
         from it); blocks without encoder-decoder attention never read it.
         """
-        batch_size = tf.shape(inputs)[0]
-        encoded = tf.zeros([batch_size, 0, self.hparams.hidden_size], self.embedding.compute_dtype)
-        return encoded, tf.zeros([batch_size, 1, 1, 0])
+        batch_size = ops.shape(inputs)[0]
+        shape = (batch_size, 0, self.hparams.hidden_size)
+        return ops.zeros(shape, self.embedding.compute_dtype), ops.zeros((batch_size, 1, 1, 0))
 
     def offset_shape(self) -> tuple[int, ...]:
         """The shape of one stack's offsets under random_per_step: one per stack."""
         return ()
 
-    def encode(
-        self,
-        inputs: tf.Tensor,
-        training: bool = False,
-        position_start: tf.Tensor | int | None = None,
-    ) -> tuple[tf.Tensor, tf.Tensor]:
+    def encode(self, inputs, training: bool = False, position_start=None):
         """inputs [B, L] -> (encoded [B, S, C], encoder-decoder bias [B, 1, 1, S])."""
         if not self.has_encoder:
             return self.empty_memory(inputs)
         position_start = self.position_policy.encoder(inputs, position_start)
         x, nonpadding = self.embed_inputs(inputs)
-        signal = tf.cast(self.position_signal(tf.shape(x)[1], position_start), x.dtype)
+        signal = ops.cast(self.position_signal(ops.shape(x)[1], position_start), x.dtype)
         x = self.input_dropout(x + signal, training=training)
         bias = masks.nonpadding_bias(nonpadding)
         again = signal if self.hparams.position_every_layer else None
         return self.encoder(x, self.encoder_self_bias(bias), training=training, signal=again), bias
 
-    def encoder_self_bias(self, bias: tf.Tensor) -> tf.Tensor:
+    def encoder_self_bias(self, bias):
         """The encoder's self-attention bias from the padding bias [B, 1, 1, S]:
         itself, or [B, 1, S, S] hiding later positions too (causal_encoder)."""
         if not self.hparams.causal_encoder:
             return bias
-        return tf.minimum(bias, masks.causal_bias(tf.shape(bias)[-1]))  # [B, 1, S, S]
+        return ops.minimum(bias, masks.causal_bias(ops.shape(bias)[-1]))  # [B, 1, S, S]
 
-    def decode(
-        self,
-        targets: tf.Tensor,
-        encoded: tf.Tensor,
-        encoder_bias: tf.Tensor,
-        training: bool = False,
-        position_start: tf.Tensor | int | None = None,
-    ) -> tf.Tensor:
+    def decode(self, targets, encoded, encoder_bias, training: bool = False, position_start=None):
         """Teacher-forced decoding: targets [B, T] -> float32 logits [B, T, V]."""
         position_start = self.position_policy.decoder(
-            tf.shape(targets)[1], encoder_bias, position_start
+            ops.shape(targets)[1], encoder_bias, position_start
         )
         x = self.embedding.embed(shift_right(targets))
-        signal = tf.cast(self.position_signal(tf.shape(x)[1], position_start), x.dtype)
+        signal = ops.cast(self.position_signal(ops.shape(x)[1], position_start), x.dtype)
         x = self.target_dropout(x + signal, training=training)
-        self_bias = masks.causal_bias(tf.shape(targets)[1])
+        self_bias = masks.causal_bias(ops.shape(targets)[1])
         again = signal if self.hparams.position_every_layer else None
         x = self.decoder(x, self_bias, encoded, encoder_bias, training=training, signal=again)
         return self.softmax.logits(x)
@@ -304,20 +297,20 @@ class Transformer(keras.Model):
         kernel = cache[sequences.STATIC_CACHE]["softmax_kernel"]
         return self.softmax.logits(x, kernel)[:, 0], cache
 
-    def position_signal(self, length: tf.Tensor | int, start: tf.Tensor | int = 0) -> tf.Tensor:
+    def position_signal(self, length, start=0):
         """Positions start..start+length-1 (or a [B, L] start of explicit positions)
         -> float32 [1 or B, L, C]: sinusoids, the learned table's rows, or zeros
         [1, L, C] with position_embedding="none"."""
         if self.hparams.position_embedding == "none":
-            return tf.zeros([1, length, self.hparams.hidden_size])  # [1, L, C]
+            return ops.zeros((1, length, self.hparams.hidden_size))  # [1, L, C]
         if self.hparams.position_embedding == "learned":
             return self.positions.signal(length, start)
         return embedding.timing_signal(length, self.hparams.hidden_size, start=start)
 
     def call(self, features, training=False):
-        return self.forward(features, training=training)[0]
+        return self.logits_and_aux(features, training=training)[0]
 
-    def forward(self, features, training=False) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+    def logits_and_aux(self, features, training=False) -> tuple:
         """Logits [B, T, V] and auxiliary outputs (the input labels' loss, if on).
 
         The trainer calls this (`call` returns its logits): an auxiliary

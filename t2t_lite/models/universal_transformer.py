@@ -198,7 +198,7 @@ class UniversalTransformer(transformer.Transformer):
         """Decoder input ids [B] -> [B, 1, C]; the stack adds position and step signals."""
         return self.embedding.embed(ids[:, tf.newaxis])  # [B, 1, C]
 
-    def forward(self, features, training=False) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+    def logits_and_aux(self, features, training=False) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         """Logits [B, T, V]; under ACT also the ponder cost ("loss") and ponder
         metrics; with input labels their loss (added to any ponder cost) and accuracy."""
         encoder_start, decoder_start = self.position_policy.starts(features, training)

@@ -24,7 +24,7 @@ def make_eval_step(
     """A compiled step returning summed counts for one distributed batch."""
 
     def replica_step(batch):
-        logits, aux = model.forward(batch, training=False)
+        logits, aux = model.logits_and_aux(batch, training=False)
         loss_sum, weight = losses.smoothed_cross_entropy(logits, batch["targets"], label_smoothing)
         counts = losses.accuracy_counts(logits, batch["targets"])
         # Perplexity is of the model's distribution: without label smoothing.

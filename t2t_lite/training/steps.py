@@ -75,7 +75,7 @@ def make_train_step(
 
     def loss_and_gradients(batch, global_weight):
         with tf.GradientTape() as tape:
-            logits, aux = model.forward(batch, training=True)
+            logits, aux = model.logits_and_aux(batch, training=True)
             loss_sum, _ = losses.smoothed_cross_entropy(logits, batch["targets"], label_smoothing)
             # Gradients are summed over replicas, so normalise by the global count.
             loss = loss_sum / global_weight
