@@ -1,10 +1,20 @@
-"""Adaptive Computation Time (Graves, 2016), per position, as in the UT paper (2.2)."""
+"""Adaptive Computation Time (Graves, 2016), per position, as in the UT paper (2.2).
+
+`apply` (the forward and training pass) is keras.ops, so it runs on every
+Keras backend. On TensorFlow its loop is a `tf.while_loop` that ends when
+every position has halted; elsewhere it is a Python loop of `max_steps`
+steps, because JAX's `while_loop` has no reverse-mode gradient: the steps
+after the last halt change nothing (halted positions keep their state and get
+weight 0), so the outputs are the same. `apply_cached` serves the TensorFlow
+search.
+"""
 
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import keras
 import tensorflow as tf
+from keras import ops
 
 from t2t_lite.layers import dense, serialization
 
@@ -29,11 +39,11 @@ class PonderStats(NamedTuple):
         """N + R per position [B, L]: the quantity the ponder cost penalises."""
         return self.n_updates + self.remainders
 
-    def mean_ponder_time(self, nonpadding: tf.Tensor) -> tf.Tensor:
+    def mean_ponder_time(self, nonpadding):
         """Mean of N + R over non-pad positions (nonpadding [B, L]) -> []."""
-        nonpadding = tf.cast(nonpadding, tf.float32)
-        total = tf.reduce_sum(self.ponder_time() * nonpadding)
-        return total / tf.maximum(tf.reduce_sum(nonpadding), 1.0)
+        nonpadding = ops.cast(nonpadding, "float32")
+        total = ops.sum(self.ponder_time() * nonpadding)
+        return total / ops.maximum(ops.sum(nonpadding), 1.0)
 
 
 @serialization.serializable
@@ -102,17 +112,17 @@ class AdaptiveComputationTime(keras.layers.Layer):
     def build(self, input_shape):
         self.halting.build(input_shape)
 
-    def _initial_carry(self, state: tf.Tensor, nonpadding: tf.Tensor) -> tuple:
+    def _initial_carry(self, state, nonpadding) -> tuple:
         """(state, output, accumulated, remainders, n_updates, running) before step 1."""
-        running = tf.cast(nonpadding, tf.float32)  # [B, L] 1 while not halted
-        zeros = tf.zeros_like(running)  # [B, L]
-        return state, tf.zeros_like(state), zeros, zeros, zeros, running
+        running = ops.cast(nonpadding, "float32")  # [B, L] 1 while not halted
+        zeros = ops.zeros_like(running)  # [B, L]
+        return state, ops.zeros_like(state), zeros, zeros, zeros, running
 
-    def _limit(self, budget: tf.Tensor | None) -> tf.Tensor | int:
+    def _limit(self, budget):
         """The step at which each row must halt: max_steps, or budget [B] (capped) as [B, 1]."""
         if budget is None:
             return self.max_steps
-        return tf.minimum(budget, self.max_steps)[:, tf.newaxis]  # [B, 1]
+        return ops.minimum(budget, self.max_steps)[:, None]  # [B, 1]
 
     def _advance(
         self, step, limit, new_state, state, output, accumulated, remainders, n_updates, running
@@ -121,21 +131,21 @@ class AdaptiveComputationTime(keras.layers.Layer):
 
         limit: the last step allowed, max_steps or per row [B, 1] (`_limit`).
         """
-        p = tf.cast(tf.squeeze(self.halting(new_state), -1), tf.float32)  # [B, L]
-        last = tf.cast(step >= limit, tf.float32)  # [] or [B, 1]
-        passes = tf.cast(accumulated + p * running > self.threshold, tf.float32)
-        halts = running * tf.maximum(passes, last)  # [B, L] halting at this step
+        p = ops.cast(ops.squeeze(self.halting(new_state), -1), "float32")  # [B, L]
+        last = ops.cast(step >= limit, "float32")  # [] or [B, 1]
+        passes = ops.cast(accumulated + p * running > self.threshold, "float32")
+        halts = running * ops.maximum(passes, last)  # [B, L] halting at this step
         continues = running - halts
         accumulated += p * continues
         remainder = halts * (1.0 - accumulated)  # [B, L] gradient flows to earlier p
         weight = p * continues + remainder  # [B, L] this step's share
-        w = tf.cast(weight[..., tf.newaxis], state.dtype)  # [B, L, 1]
+        w = ops.cast(weight[..., None], state.dtype)  # [B, L, 1]
         if self.act_type == "accumulated":
             output += w * new_state
         else:
             output = w * new_state + (1.0 - w) * output
         # Positions that were running take the new state; halted ones keep theirs.
-        state = tf.where(running[..., tf.newaxis] > 0, new_state, state)
+        state = ops.where(running[..., None] > 0, new_state, state)
         return (
             state,
             output,
@@ -211,6 +221,14 @@ class AdaptiveComputationTime(keras.layers.Layer):
         def cond(step, state, output, accumulated, remainders, n_updates, running):
             return tf.logical_and(step < self.max_steps, tf.reduce_any(running > 0))
 
+        if keras.backend.backend() != "tensorflow":  # a fixed trip count (module docstring)
+            carry = self._initial_carry(state, nonpadding)
+            steps = ops.zeros((), "int32")  # trips that had a running position
+            for step in range(1, self.max_steps + 1):
+                steps += ops.cast(ops.any(carry[-1] > 0), "int32")
+                carry = self._advance(step, limit, step_fn(carry[0], step), *carry)
+            _, output, weight_sums, remainders, n_updates, _ = carry
+            return output, PonderStats(n_updates, remainders, steps, weight_sums)
         step, _, output, weight_sums, remainders, n_updates, _ = tf.while_loop(
             cond,
             body,

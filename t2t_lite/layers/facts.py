@@ -10,7 +10,7 @@ embedding only through the f_j.
 """
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from t2t_lite import sequences
 from t2t_lite.layers import embedding as embedding_lib
@@ -21,24 +21,31 @@ from t2t_lite.layers import serialization
 MAX_FACT_WORDS = 32
 
 
-def fact_structure(ids: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+def fact_structure(ids):
     """ids [B, L] -> (membership [B, F, L] float32, word place [B, L] int32, nonpadding [B, F]).
 
     membership[b, k, t] is 1 when token t is a word of fact k; F is the
-    batch's largest fact count. FACT_END, EOS and PAD belong to no fact.
+    batch's largest fact count (under JAX, whose compiled shapes cannot
+    depend on values, L: the facts past a row's last are padding, which
+    attention and the ponder statistics leave out, so the outputs at the
+    real facts are the same). FACT_END, EOS and PAD belong to no fact.
     """
-    is_end = tf.cast(tf.equal(ids, sequences.FACT_END_ID), tf.int32)  # [B, L]
-    is_word = tf.cast(ids > sequences.FACT_END_ID, tf.float32)  # [B, L]
-    fact_index = tf.cumsum(is_end, axis=1, exclusive=True)  # [B, L]
-    num_facts = tf.reduce_sum(is_end, axis=1)  # [B]
-    max_facts = tf.reduce_max(num_facts)
-    membership = tf.one_hot(fact_index, max_facts, axis=1)  # [B, F, L]
-    membership *= is_word[:, tf.newaxis, :]
+    is_end = ops.cast(ops.equal(ids, sequences.FACT_END_ID), "int32")  # [B, L]
+    is_word = ops.cast(ids > sequences.FACT_END_ID, "float32")  # [B, L]
+    fact_index = ops.cumsum(is_end, axis=1) - is_end  # [B, L] exclusive running count
+    num_facts = ops.sum(is_end, axis=1)  # [B]
+    if keras.backend.backend() == "jax":
+        max_facts = ops.shape(ids)[1]
+    else:
+        max_facts = ops.max(num_facts)
+    membership = ops.one_hot(fact_index, max_facts, axis=1)  # [B, F, L]
+    membership *= is_word[:, None, :]
     # Words of the same fact before each token: an exclusive running count
     # per fact, read at the token's own fact.
-    before = tf.cumsum(membership, axis=2, exclusive=True)  # [B, F, L]
-    place = tf.cast(tf.reduce_sum(before * membership, axis=1), tf.int32)  # [B, L]
-    nonpadding = tf.cast(tf.range(max_facts)[tf.newaxis, :] < num_facts[:, tf.newaxis], tf.float32)
+    before = ops.cumsum(membership, axis=2) - membership  # [B, F, L]
+    place = ops.cast(ops.sum(before * membership, axis=1), "int32")  # [B, L]
+    facts = ops.arange(max_facts, dtype="int32")[None, :]  # [1, F]
+    nonpadding = ops.cast(facts < num_facts[:, None], "float32")
     return membership, place, nonpadding  # [B, F, L], [B, L], [B, F]
 
 
@@ -61,8 +68,8 @@ class FactEmbedding(keras.layers.Layer):
     def call(self, ids):
         membership, place, nonpadding = fact_structure(ids)
         words = self.word_embedding.embed(ids)  # [B, L, C]
-        mask = tf.gather(
-            tf.cast(self.position_mask, words.dtype), tf.minimum(place, MAX_FACT_WORDS - 1)
+        mask = ops.take(
+            ops.cast(self.position_mask, words.dtype), ops.minimum(place, MAX_FACT_WORDS - 1), 0
         )  # [B, L, C]
-        facts = tf.einsum("bfl,blc->bfc", tf.cast(membership, words.dtype), words * mask)
+        facts = ops.einsum("bfl,blc->bfc", ops.cast(membership, words.dtype), words * mask)
         return facts, nonpadding  # [B, F, C], [B, F]

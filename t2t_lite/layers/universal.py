@@ -1,4 +1,11 @@
-"""The Universal Transformer's recurrence: one shared block, signals at every step."""
+"""The Universal Transformer's recurrence: one shared block, signals at every step.
+
+The forward and training pass (`UniversalStack.apply`) is keras.ops, so it
+runs on every Keras backend; on TensorFlow a depth that varies per row runs
+as a `tf.while_loop` that stops at the batch's deepest row, elsewhere as a
+Python loop of `max_steps` masked steps (the same outputs: a row past its
+steps keeps its state). The cached decoding steps serve the TensorFlow search.
+"""
 
 import dataclasses
 from collections.abc import Callable
@@ -37,16 +44,16 @@ class StepSignal(keras.layers.Layer):
                 initializer=keras.initializers.RandomNormal(stddev=self.channels**-0.5),
             )
 
-    def signal(self, step: tf.Tensor | int) -> tf.Tensor:
+    def signal(self, step):
         """Step t (1-based) -> float32 [1, 1, C]."""
         if not self.built:
             self.build()
         if self.kind == "sinusoid":
             return embedding.timing_signal(1, self.channels, start=step)  # [1, 1, C]
         if self.kind == "none":
-            return tf.zeros([1, 1, self.channels])
-        row = tf.gather(tf.cast(self.embeddings, tf.float32), step - 1)  # [C]
-        return tf.reshape(row * self.channels**0.5, [1, 1, self.channels])  # [1, 1, C]
+            return ops.zeros((1, 1, self.channels))
+        row = ops.take(ops.cast(self.embeddings, "float32"), step - 1, axis=0)  # [C]
+        return ops.reshape(row * self.channels**0.5, (1, 1, self.channels))  # [1, 1, C]
 
     def call(self, step):
         return self.signal(step)
@@ -72,34 +79,41 @@ class LengthDepth:
     by_position: bool = False
     window: int = 0
 
-    def steps(self, lengths: tf.Tensor, jitter: tf.Tensor | None = None) -> tf.Tensor:
+    def steps(self, lengths, jitter=None):
         """lengths [B] (int; any shape, jitter broadcast to it) -> steps of that shape, int32.
 
         The product is taken in float64 less 1e-9, so that a * n that is a
-        whole number in decimal (0.1 * 30) does not round up past it.
+        whole number in decimal (0.1 * 30) does not round up past it (under
+        JAX, float64 needs `jax_enable_x64`: refused without it).
         """
-        scaled = self.per_symbol * tf.cast(lengths, tf.float64) - 1e-9  # [B]
-        steps = tf.cast(tf.math.ceil(scaled), tf.int32) + self.offset
+        if keras.backend.backend() == "jax":
+            import jax
+
+            if not jax.config.jax_enable_x64:
+                raise ValueError(
+                    "a depth that grows with the input (ut_depth_per_symbol) counts steps in "
+                    "float64: under the JAX backend set jax.config.update('jax_enable_x64', True)"
+                )
+        scaled = self.per_symbol * ops.cast(lengths, "float64") - 1e-9  # [B]
+        steps = ops.cast(ops.ceil(scaled), "int32") + self.offset
         if jitter is not None:
             steps += jitter
-        return tf.clip_by_value(steps, 1, self.cap)
+        return ops.clip(steps, 1, self.cap)
 
-    def position_steps(
-        self, lengths: tf.Tensor, width: tf.Tensor, jitter: tf.Tensor | None = None
-    ) -> tf.Tensor:
+    def position_steps(self, lengths, width, jitter=None):
         """Each position's steps [B, S]: position i of a row takes the steps of a
         source of i + 1 positions (its row's at most), for lengths [B] and S = width."""
-        prefixes = tf.range(1, width + 1)[tf.newaxis, :]  # [1, S]
-        moves = None if jitter is None else jitter[:, tf.newaxis]  # [B, 1]
-        rows = self.steps(lengths, jitter)[:, tf.newaxis]  # [B, 1]
-        return tf.minimum(self.steps(prefixes, moves), rows)  # [B, S]
+        prefixes = ops.arange(1, width + 1, dtype="int32")[None, :]  # [1, S]
+        moves = None if jitter is None else jitter[:, None]  # [B, 1]
+        rows = self.steps(lengths, jitter)[:, None]  # [B, 1]
+        return ops.minimum(self.steps(prefixes, moves), rows)  # [B, S]
 
-    def jitter(self, batch_size: tf.Tensor, seed) -> tf.Tensor | None:
+    def jitter(self, batch_size, seed):
         """Training's per-row moves [B] int32 in [-random, random]; None when random is 0."""
         if not self.random:
             return None
         return keras.random.randint(
-            [batch_size], -self.random, self.random + 1, dtype="int32", seed=seed
+            (batch_size,), -self.random, self.random + 1, dtype="int32", seed=seed
         )
 
 
@@ -189,7 +203,7 @@ class UniversalStack(keras.layers.Layer):
         + step t's signal (+ the injected input, `injected`)."""
         if self.state_norm is not None:
             state = self.state_norm(state)
-        x = state + tf.cast(position + self.step_signal.signal(step), state.dtype)
+        x = state + ops.cast(position + self.step_signal.signal(step), state.dtype)
         return x + stack_input if self.input_every_step else x
 
     def injected(self, x: tf.Tensor) -> tf.Tensor:
@@ -219,14 +233,18 @@ class UniversalStack(keras.layers.Layer):
         def body(step, state):
             step += 1
             running = step <= steps
-            if steps.shape.rank == 2:
+            if len(steps.shape) == 2:
                 if self.depth.window:  # per-position counts come from `depth`
-                    running &= step > steps - self.depth.window
-                running = running[..., tf.newaxis]  # [B, S, 1]
+                    running = ops.logical_and(running, step > steps - self.depth.window)
+                running = running[..., None]  # [B, S, 1]
             else:
-                running = tf.reshape(running, [-1, 1, 1])  # [B, 1, 1]
-            return step, tf.where(running, step_fn(state, step), state)
+                running = ops.reshape(running, (-1, 1, 1))  # [B, 1, 1]
+            return step, ops.where(running, step_fn(state, step), state)
 
+        if keras.backend.backend() != "tensorflow":  # a fixed trip count (module docstring)
+            for step in range(self.max_steps):
+                x = body(step, x)[1]
+            return x
         _, x = tf.while_loop(
             lambda step, state: step < tf.reduce_max(steps),
             body,
@@ -245,21 +263,21 @@ class UniversalStack(keras.layers.Layer):
         """
         if self.positions_per_step(position_start):
             return lambda step: embedding.timing_signal(
-                length, channels, start=tf.gather(position_start, step - 1)
+                length, channels, start=ops.take(position_start, step - 1, axis=0)
             )
         fixed = self.position_table(length, channels, position_start)
         return lambda step: fixed
 
     def positions_per_step(self, position_start) -> bool:
         """Whether each step reads positions of its own (a vector position_start)."""
-        vector = isinstance(position_start, tf.Tensor) and position_start.shape.rank == 1
+        vector = ops.is_tensor(position_start) and len(position_start.shape) == 1
         return self.use_positions and vector
 
     def position_table(self, length, channels: int, position_start) -> tf.Tensor:
         """Every step's position signal [1, L, C] for a position_start that is
         not per step ([1, 1, C] of zeros without positions)."""
         if not self.use_positions:
-            return tf.zeros([1, 1, channels])
+            return ops.zeros((1, 1, channels))
         return embedding.timing_signal(length, channels, start=position_start)
 
     def apply(
@@ -282,7 +300,7 @@ class UniversalStack(keras.layers.Layer):
         """
         if not self.built:
             self.build()
-        positions = self._positions(tf.shape(x)[1], x.shape[-1], position_start)
+        positions = self._positions(ops.shape(x)[1], x.shape[-1], position_start)
         step_fn = self._with_signals(
             positions, lambda state, step: block_fn(state), self.injected(x)
         )

@@ -26,6 +26,7 @@ application draws its own masks, as the kept application does in the loop:
 the same distribution, not the same draws.
 """
 
+import keras
 import tensorflow as tf
 
 from t2t_lite.layers import attention, universal
@@ -35,7 +36,8 @@ def applies(stack: universal.UniversalStack, causal: bool, position_start) -> bo
     """Whether `encode` may stand for `stack.apply` (a Python check)."""
     depth = stack.depth
     return (
-        causal
+        keras.backend.backend() == "tensorflow"  # a TensorArray loop; elsewhere the masked loop
+        and causal
         and depth is not None
         and depth.by_position
         and depth.window == 1

@@ -308,7 +308,12 @@ class Transformer(keras.Model):
         return embedding.timing_signal(length, self.hparams.hidden_size, start=start)
 
     def call(self, features, training=False):
-        return self.logits_and_aux(features, training=training)[0]
+        """The logits; an auxiliary loss (ACT's ponder cost, the input labels')
+        is added with `add_loss`, so Keras's `fit` trains on what t2t-train does."""
+        logits, aux = self.logits_and_aux(features, training=training)
+        if "loss" in aux:
+            self.add_loss(aux["loss"])
+        return logits
 
     def logits_and_aux(self, features, training=False) -> tuple:
         """Logits [B, T, V] and auxiliary outputs (the input labels' loss, if on).

@@ -4,6 +4,7 @@ import dataclasses
 
 import keras
 import tensorflow as tf
+from keras import ops
 
 from t2t_lite import registry
 from t2t_lite.layers import act, facts, masks, transformer_layers, universal, wavefront
@@ -127,14 +128,14 @@ class UniversalTransformer(transformer.Transformer):
         x, nonpadding = self.embed_inputs(inputs)  # [B, S, C], [B, S]
         bias = masks.nonpadding_bias(nonpadding)
         x = self.input_dropout(x, training=training)
-        lengths = tf.reduce_sum(tf.cast(nonpadding, tf.int32), 1)  # [B]
-        row_steps = self.encoder.row_steps(lengths, jitter, tf.shape(x)[1])  # [B] or [B, S]
+        lengths = ops.sum(ops.cast(nonpadding, "int32"), 1)  # [B]
+        row_steps = self.encoder.row_steps(lengths, jitter, ops.shape(x)[1])  # [B] or [B, S]
         if wavefront.applies(self.encoder, self.hparams.causal_encoder, position_start):
             # The masked loop's outputs, one position at a time (layers/wavefront.py).
             encoded = wavefront.encode(self.encoder, x, bias, row_steps, position_start, training)
             return encoded, bias, None
         self_bias = self.encoder_self_bias(bias)  # the masked loop's [B, 1, S, S] under causal
-        mask = nonpadding[..., tf.newaxis]  # [B, S, 1]
+        mask = nonpadding[..., None]  # [B, S, 1]
         encoded, stats = self.encoder.apply(
             x,
             lambda h: self.encoder.block(h, self_bias, mask, training=training),
@@ -160,10 +161,10 @@ class UniversalTransformer(transformer.Transformer):
         positions from seeing it.
         """
         position_start = self.position_policy.decoder(
-            tf.shape(targets)[1], encoder_bias, position_start
+            ops.shape(targets)[1], encoder_bias, position_start
         )
         decoder_inputs = transformer.shift_right(targets)
-        self_bias = masks.causal_bias(tf.shape(targets)[1])
+        self_bias = masks.causal_bias(ops.shape(targets)[1])
         x = self.target_dropout(self.embedding.embed(decoder_inputs), training=training)
         decoded, stats = self.decoder.apply(
             x,
@@ -198,13 +199,13 @@ class UniversalTransformer(transformer.Transformer):
         """Decoder input ids [B] -> [B, 1, C]; the stack adds position and step signals."""
         return self.embedding.embed(ids[:, tf.newaxis])  # [B, 1, C]
 
-    def logits_and_aux(self, features, training=False) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+    def logits_and_aux(self, features, training=False) -> tuple:
         """Logits [B, T, V]; under ACT also the ponder cost ("loss") and ponder
         metrics; with input labels their loss (added to any ponder cost) and accuracy."""
         encoder_start, decoder_start = self.position_policy.starts(features, training)
         jitter = None
         if training and self.length_depth is not None:  # one draw per row, both stacks
-            batch_size = tf.shape(features["targets"])[0]
+            batch_size = ops.shape(features["targets"])[0]
             jitter = self.length_depth.jitter(batch_size, self.seed_generator)
         encoded, bias, encoder_stats = self.encode_with_stats(
             features["inputs"], training, encoder_start, jitter
@@ -223,8 +224,8 @@ class UniversalTransformer(transformer.Transformer):
         for name, stats, nonpadding in sides:
             ponder.append(stats.mean_ponder_time(nonpadding))
             aux[f"{name}_ponder_time"] = ponder[-1]
-            aux[f"{name}_act_steps"] = tf.cast(stats.steps, tf.float32)
-        aux["loss"] = self.hparams.act_loss_weight * tf.add_n(ponder)
+            aux[f"{name}_act_steps"] = ops.cast(stats.steps, "float32")
+        aux["loss"] = self.hparams.act_loss_weight * sum(ponder[1:], ponder[0])
         return logits, input_labels.merged(aux, labelled)
 
     def encoder_nonpadding(self, inputs: tf.Tensor) -> tf.Tensor:
