@@ -58,6 +58,8 @@ setuptools.setup(
         "viz": ["matplotlib>=3.7,<4"],
         # t2t-export --format=ctranslate2, and the decoding benchmark's reference.
         "ctranslate2": ["ctranslate2>=4.5,<5"],
+        # The layers and models on Keras's other backends (tests/test_backends.py, slow tier).
+        "backends": ["jax>=0.4.30", "torch>=2.3"],
         "test": [
             # pytest 9.2 stops pytest-xdist's --dist=loadgroup from grouping
             # (pytest-xdist issue 1386): a trained fixture would train on both workers.

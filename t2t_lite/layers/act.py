@@ -6,7 +6,8 @@ every position has halted; elsewhere it is a Python loop of `max_steps`
 steps, because JAX's `while_loop` has no reverse-mode gradient: the steps
 after the last halt change nothing (halted positions keep their state and get
 weight 0), so the outputs are the same. `apply_cached` serves the TensorFlow
-search.
+search. No tensor is updated in place (`a = a + b`, never `a += b`, which
+PyTorch does in place: the carry's zeros are one tensor).
 """
 
 from collections.abc import Callable
@@ -136,12 +137,12 @@ class AdaptiveComputationTime(keras.layers.Layer):
         passes = ops.cast(accumulated + p * running > self.threshold, "float32")
         halts = running * ops.maximum(passes, last)  # [B, L] halting at this step
         continues = running - halts
-        accumulated += p * continues
+        accumulated = accumulated + p * continues
         remainder = halts * (1.0 - accumulated)  # [B, L] gradient flows to earlier p
         weight = p * continues + remainder  # [B, L] this step's share
         w = ops.cast(weight[..., None], state.dtype)  # [B, L, 1]
         if self.act_type == "accumulated":
-            output += w * new_state
+            output = output + w * new_state
         else:
             output = w * new_state + (1.0 - w) * output
         # Positions that were running take the new state; halted ones keep theirs.
@@ -225,7 +226,7 @@ class AdaptiveComputationTime(keras.layers.Layer):
             carry = self._initial_carry(state, nonpadding)
             steps = ops.zeros((), "int32")  # trips that had a running position
             for step in range(1, self.max_steps + 1):
-                steps += ops.cast(ops.any(carry[-1] > 0), "int32")
+                steps = steps + ops.cast(ops.any(carry[-1] > 0), "int32")
                 carry = self._advance(step, limit, step_fn(carry[0], step), *carry)
             _, output, weight_sums, remainders, n_updates, _ = carry
             return output, PonderStats(n_updates, remainders, steps, weight_sums)

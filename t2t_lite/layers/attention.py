@@ -164,7 +164,7 @@ class MultiHeadAttention(keras.layers.Layer):
         if self.max_relative_position:
             distances = self.distances(query_start, ops.shape(q)[2], ops.shape(keys)[2], q.dtype)
             by_distance = ops.einsum("bhtd,rd->bhtr", q, ops.cast(self.relative_keys, q.dtype))
-            logits += ops.einsum("bhtr,tsr->bhts", by_distance, distances)  # [B, H, T, S]
+            logits = logits + ops.einsum("bhtr,tsr->bhts", by_distance, distances)  # [B, H, T, S]
         # Softmax in float32: the bias and the normalisation stay exact under
         # mixed precision.
         weights = self.softmax(logits, bias)
@@ -175,7 +175,7 @@ class MultiHeadAttention(keras.layers.Layer):
         if distances is not None:
             per_distance = ops.einsum("bhts,tsr->bhtr", weights, distances)  # [B, H, T, 2k+1]
             relative_values = ops.cast(self.relative_values, values.dtype)
-            context += ops.einsum("bhtr,rd->bhtd", per_distance, relative_values)
+            context = context + ops.einsum("bhtr,rd->bhtd", per_distance, relative_values)
         return self.output_projection(self.merge_heads(context))
 
     def distances(self, query_start, queries, keys, dtype):

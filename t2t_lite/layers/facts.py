@@ -39,7 +39,7 @@ def fact_structure(ids):
     else:
         max_facts = ops.max(num_facts)
     membership = ops.one_hot(fact_index, max_facts, axis=1)  # [B, F, L]
-    membership *= is_word[:, None, :]
+    membership = membership * is_word[:, None, :]
     # Words of the same fact before each token: an exclusive running count
     # per fact, read at the token's own fact.
     before = ops.cumsum(membership, axis=2) - membership  # [B, F, L]

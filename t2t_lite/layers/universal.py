@@ -97,7 +97,7 @@ class LengthDepth:
         scaled = self.per_symbol * ops.cast(lengths, "float64") - 1e-9  # [B]
         steps = ops.cast(ops.ceil(scaled), "int32") + self.offset
         if jitter is not None:
-            steps += jitter
+            steps = steps + jitter
         return ops.clip(steps, 1, self.cap)
 
     def position_steps(self, lengths, width, jitter=None):

@@ -1,0 +1,88 @@
+"""The models on Keras's JAX and PyTorch backends (slow): a model saved under
+TensorFlow, loaded under each backend, gives TensorFlow's logits and ponder
+statistics for the same weights, and a few `fit` steps there lower the loss.
+
+Needs `pip install -e .[backends]` (jax and torch, CPU; .ci/run installs them).
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+import t2t_lite.models  # noqa: F401  (registers the models and hparams sets)
+from t2t_lite import hparams as hparams_lib
+from t2t_lite import registry
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+VOCAB = 20
+FEATURES = {
+    "inputs": np.array(
+        [[3, 4, 5, 6, 1, 0, 0], [7, 8, 9, 10, 11, 12, 1], [5, 1, 0, 0, 0, 0, 0]], np.int32
+    ),
+    "targets": np.array([[6, 5, 4, 3, 1], [12, 11, 1, 0, 0], [5, 1, 0, 0, 0]], np.int32),
+}
+CASES = {
+    # The Transformer with relative positions and the scalable softmax: every
+    # branch of the attention layer.
+    "transformer": (
+        "transformer",
+        "transformer_test",
+        "max_relative_position=3,attention_length_scale=8",
+    ),
+    # The UT with a learned step signal and the separable-convolution transition.
+    "universal": (
+        "universal_transformer",
+        "universal_transformer_test",
+        "step_timing_signal_type=learned,transformer_ffn_type=sepconv",
+    ),
+    # ACT in both stacks: the fixed-trip loop against TensorFlow's early exit.
+    "act": ("universal_transformer", "adaptive_universal_transformer_test", ""),
+}
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """Each case's model (seeded init) saved under TensorFlow with its logits."""
+    keras.utils.set_random_seed(7)
+    out = {}
+    for case, (model_name, hparams_set, overrides) in CASES.items():
+        hp = registry.HPARAMS.get(hparams_set)()
+        hp = hparams_lib.override(hp, overrides) if overrides else hp
+        model = registry.MODELS.get(model_name)(hp, VOCAB)
+        model.build_variables()
+        logits, aux = model.logits_and_aux(FEATURES, training=False)
+        directory = tmp_path_factory.mktemp(case)
+        model.save(str(directory / "model.keras"))
+        np.savez(directory / "features.npz", **FEATURES)
+        out[case] = (str(directory), logits.numpy(), {k: float(v) for k, v in aux.items()})
+    return out
+
+
+def run_check(backend: str, directory: str) -> dict:
+    env = {**os.environ, "KERAS_BACKEND": backend, "CUDA_VISIBLE_DEVICES": ""}
+    script = os.path.join(TESTS, "backend_check.py")
+    done = subprocess.run(
+        [sys.executable, script, directory], check=False, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, f"{backend}:\n{done.stderr[-3000:]}"
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_same_weights_give_tensorflows_logits_and_fit_lowers_the_loss(saved, backend, case):
+    directory, logits, aux = saved[case]
+    result = run_check(backend, directory)
+    assert result["backend"] == backend
+    np.testing.assert_allclose(np.array(result["logits"]), logits, atol=1e-4, rtol=1e-4)
+    assert result["aux"].keys() == aux.keys()
+    for name, value in aux.items():  # ACT's ponder time and steps
+        assert result["aux"][name] == pytest.approx(value, abs=1e-4), name
+    losses = result["losses"]
+    assert all(np.isfinite(losses)) and losses[-1] < losses[0], losses
