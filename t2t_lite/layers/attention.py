@@ -14,7 +14,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from t2t_lite.layers import dense, masks, serialization
+from t2t_lite.layers import dense, einsum, masks, serialization
 
 
 @contextlib.contextmanager
@@ -159,23 +159,25 @@ class MultiHeadAttention(keras.layers.Layer):
         q = self.split_heads(self.query(query), self.key_depth) * (
             self.key_depth**-0.5
         )  # [B, H, T, Dk]
-        logits = ops.einsum("bhtd,bhsd->bhts", q, keys)  # [B, H, T, S]
+        logits = einsum.einsum("bhtd,bhsd->bhts", q, keys)  # [B, H, T, S]
         distances = None
         if self.max_relative_position:
             distances = self.distances(query_start, ops.shape(q)[2], ops.shape(keys)[2], q.dtype)
-            by_distance = ops.einsum("bhtd,rd->bhtr", q, ops.cast(self.relative_keys, q.dtype))
-            logits = logits + ops.einsum("bhtr,tsr->bhts", by_distance, distances)  # [B, H, T, S]
+            by_distance = einsum.einsum("bhtd,rd->bhtr", q, ops.cast(self.relative_keys, q.dtype))
+            logits = logits + einsum.einsum(
+                "bhtr,tsr->bhts", by_distance, distances
+            )  # [B, H, T, S]
         # Softmax in float32: the bias and the normalisation stay exact under
         # mixed precision.
         weights = self.softmax(logits, bias)
         if self.recorder is not None:  # a Python check: traced graphs record nothing
             self.recorder((self.name, weights))
         weights = self.dropout(ops.cast(weights, values.dtype), training=training)
-        context = ops.einsum("bhts,bhsd->bhtd", weights, values)  # [B, H, T, D]
+        context = einsum.einsum("bhts,bhsd->bhtd", weights, values)  # [B, H, T, D]
         if distances is not None:
-            per_distance = ops.einsum("bhts,tsr->bhtr", weights, distances)  # [B, H, T, 2k+1]
+            per_distance = einsum.einsum("bhts,tsr->bhtr", weights, distances)  # [B, H, T, 2k+1]
             relative_values = ops.cast(self.relative_values, values.dtype)
-            context = context + ops.einsum("bhtr,rd->bhtd", per_distance, relative_values)
+            context = context + einsum.einsum("bhtr,rd->bhtd", per_distance, relative_values)
         return self.output_projection(self.merge_heads(context))
 
     def distances(self, query_start, queries, keys, dtype):

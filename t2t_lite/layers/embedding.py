@@ -5,7 +5,7 @@ import math
 import keras
 from keras import ops
 
-from t2t_lite.layers import masks, serialization
+from t2t_lite.layers import einsum, masks, serialization
 
 
 def timing_signal(
@@ -112,8 +112,8 @@ class SharedEmbedding(keras.layers.Layer):
         # In float32 under mixed precision too: the softmax's inputs keep full precision.
         x = ops.cast(x, "float32")
         if kernel is not None:
-            return ops.einsum("btc,cv->btv", x, kernel)  # [B, T, V]
-        return ops.einsum("btc,vc->btv", x, ops.cast(self.weights_matrix, "float32"))
+            return einsum.einsum("btc,cv->btv", x, kernel)  # [B, T, V]
+        return einsum.einsum("btc,vc->btv", x, ops.cast(self.weights_matrix, "float32"))
 
     def softmax_kernel(self):
         """The float32 matrix transposed, [C, V]: with V contiguous, the decoding

@@ -13,8 +13,8 @@ import keras
 from keras import ops
 
 from t2t_lite import sequences
+from t2t_lite.layers import einsum, serialization
 from t2t_lite.layers import embedding as embedding_lib
-from t2t_lite.layers import serialization
 
 # Words past this place in a fact share the last mask row (bAbI facts have
 # at most a dozen words).
@@ -71,5 +71,5 @@ class FactEmbedding(keras.layers.Layer):
         mask = ops.take(
             ops.cast(self.position_mask, words.dtype), ops.minimum(place, MAX_FACT_WORDS - 1), 0
         )  # [B, L, C]
-        facts = ops.einsum("bfl,blc->bfc", ops.cast(membership, words.dtype), words * mask)
+        facts = einsum.einsum("bfl,blc->bfc", ops.cast(membership, words.dtype), words * mask)
         return facts, nonpadding  # [B, F, C], [B, F]
