@@ -380,3 +380,31 @@ def test_a_problems_fit_dataset_trains_a_transformer_with_keras_fit(small_data):
     assert set(features) >= {"inputs", "targets"} and targets.shape == features["targets"].shape
     history = model.fit(data, steps_per_epoch=10, epochs=2, verbose=0)
     assert history.history["loss"][-1] < history.history["loss"][0]
+
+
+@pytest.mark.parametrize(
+    ("case", "model_name", "hparams_set", "overrides"),
+    [
+        ("transformer", "transformer", "transformer_test", "max_relative_position=2"),
+        ("act", "universal_transformer", "adaptive_universal_transformer_test", ""),
+    ],
+)
+def test_checkpoints_written_before_the_keras_ops_layers_restore_to_the_same_logits(
+    case, model_name, hparams_set, overrides
+):
+    """tests/data/checkpoints_v1: a Transformer (relative positions) and an ACT
+    UT written by the code at 14b3f2b, before the layers moved to keras.ops,
+    each with the logits that code computed on features.npz (seeded init,
+    vocabulary 20, tf.train.Checkpoint(model=...).write)."""
+    import t2t_lite.models  # noqa: F401  (registers the models and hparams sets)
+    from t2t_lite import checkpoints
+    from t2t_lite import hparams as hparams_lib
+
+    here = os.path.join(os.path.dirname(__file__), "data", "checkpoints_v1")
+    features = dict(np.load(os.path.join(here, "features.npz")))
+    hp = registry.HPARAMS.get(hparams_set)()
+    model = registry.MODELS.get(model_name)(hparams_lib.override(hp, overrides), 20)
+    checkpoints.restore_model(model, os.path.join(here, case, "model.ckpt-1"))
+    logits, _ = model.logits_and_aux(features, training=False)
+    expected = np.load(os.path.join(here, case, "logits.npy"))
+    np.testing.assert_allclose(logits.numpy(), expected, atol=1e-5, rtol=1e-5)
