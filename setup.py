@@ -59,7 +59,10 @@ setuptools.setup(
         # t2t-export --format=ctranslate2, and the decoding benchmark's reference.
         "ctranslate2": ["ctranslate2>=4.5,<5"],
         # The layers and models on Keras's other backends (tests/test_backends.py, slow tier).
-        "backends": ["jax>=0.4.30", "torch>=2.3"],
+        # torch pinned: where the index has this release's CPU wheel (2.13.0+cpu) pip takes
+        # it, where an open range would pick the newest release, a CUDA build of several GB.
+        # Without it: pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+        "backends": ["jax>=0.4.30,<0.11", "torch==2.13.0"],
         "test": [
             # pytest 9.2 stops pytest-xdist's --dist=loadgroup from grouping
             # (pytest-xdist issue 1386): a trained fixture would train on both workers.
