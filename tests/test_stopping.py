@@ -263,7 +263,10 @@ def test_a_startup_summary_then_a_progress_line_at_the_first_step_with_an_eta(
     assert f"dev {counts['dev'][0]} examples ({counts['dev'][1]} source" in summary
     assert f"transformer_test: {t.model.count_params():,} parameters" in summary
     assert "precision float32" in summary and "batches of 64 tokens per replica" in summary
-    assert "plan: from scratch to 6; evaluate every 4 steps; checkpoint every 4 steps" in summary
+    assert (
+        "plan: from scratch to 6; evaluate every 4 steps; checkpoint every 4 steps and at the "
+        "last step" in summary
+    )
     progress = [line for line in text.splitlines() if "step 3: loss=" in line]
     assert progress and " eta=" in progress[0]  # a rate from steps 1-3
 
@@ -347,3 +350,22 @@ def test_two_trainers_started_together_on_one_fresh_data_dir_both_train(tmp_path
     log = "".join(lines) + third.communicate(timeout=300)[1]
     assert third.returncode == 0, log
     assert "generating it" not in log
+
+
+def test_the_plan_line_says_when_the_loop_saves_as_its_schedule_decides():
+    """--save_checkpoints_secs alone saves by the clock only (not also at each
+    evaluation): the startup line said "every 500 steps and every 600 s"."""
+    import dataclasses
+
+    from t2t_lite.training import config as config_lib
+    from t2t_lite.training import summary
+
+    base = config_lib.TrainConfig(train_steps=100, local_eval_frequency=50)
+    cases = {
+        (0, 0): "every 50 steps and at the last step",
+        (0, 600): "every 600 s and at the last step",
+        (20, 600): "every 20 steps and every 600 s and at the last step",
+    }
+    for (steps, secs), said in cases.items():
+        config = dataclasses.replace(base, save_checkpoints_steps=steps, save_checkpoints_secs=secs)
+        assert summary.checkpoint_cadence(config) == said

@@ -13,6 +13,7 @@ from t2t_lite import experiment as experiment_lib
 from t2t_lite import sequences
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
+from t2t_lite.training import periodic
 from t2t_lite.training.config import PRECISIONS, TrainConfig
 
 
@@ -44,9 +45,7 @@ def startup_summary(
         gpus = tf.config.list_logical_devices("GPU")
         devices = gpus[0].name if gpus else "the CPU"
     batch = hp.batch_size * replicas * config.accumulation_steps
-    checkpoints = f"every {config.save_checkpoints_steps or config.local_eval_frequency} steps"
-    if config.save_checkpoints_secs:
-        checkpoints += f" and every {config.save_checkpoints_secs} s"
+    checkpoints = checkpoint_cadence(config)
     budget = f"; time budget {config.train_minutes:g} min" if config.train_minutes else ""
     resume = f"resuming at step {start_step:,}" if start_step else "from scratch"
     model_line = (
@@ -80,3 +79,12 @@ def startup_summary(
         plan_line,
     ]
     return "Training:\n  " + "\n  ".join(lines)
+
+
+def checkpoint_cadence(config: TrainConfig) -> str:
+    """When the loop saves, as its Schedule decides (periodic.py): by steps, by
+    the clock, or both, and always at the last step."""
+    save = periodic.Schedule.from_config(config).save
+    cadence = [f"every {save.steps} steps"] * bool(save.steps)
+    cadence += [f"every {save.secs:g} s"] * bool(save.secs)
+    return " and ".join([*cadence, "at the last step"])
