@@ -258,13 +258,9 @@ class ParsingProblem(configured.ConfiguredByFiles, text_problem.Text2TextProblem
         sentences as written, and were mended (an unconstrained search), is logged."""
         lines, mended = [], 0
         for source, text in zip(sources, self.decode_texts(ids), strict=True):
-            words = source.split()
-            if not words:
-                lines.append("")
-                continue
-            tree, changed = self.tree_from(text.split(), words)
+            line, changed = self._decoded(source, text)
+            lines.append(line)
             mended += changed
-            lines.append(trees.output_line(tree))
         if mended:
             logging.warning(
                 "%d of %d decoded line(s) were not trees over their sentences and were "
@@ -277,10 +273,16 @@ class ParsingProblem(configured.ConfiguredByFiles, text_problem.Text2TextProblem
         return lines
 
     def postprocess_decode(self, source: str, text: str) -> str:
+        return self._decoded(source, text)[0]
+
+    def _decoded(self, source: str, text: str) -> tuple[str, bool]:
+        """(the tree line for `text` over `source`'s words, or "" for an empty
+        source; whether the output had to be mended)."""
         words = source.split()
         if not words:
-            return ""
-        return trees.output_line(self.tree_from(text.split(), words)[0])
+            return "", False
+        tree, changed = self.tree_from(text.split(), words)
+        return trees.output_line(tree), changed
 
     # How a target is written and read back: a linearized tree (trees.linearize).
 

@@ -147,7 +147,7 @@ class Decoder:
         model: keras.Model,
         hp: DecodeHParams,
         xla_compile: bool | None = None,
-        constraint: tree_constraint.TreeConstraint | None = None,
+        constraint: tree_constraint.Constraint | None = None,
     ):
         self.model = model
         self.hp = hp

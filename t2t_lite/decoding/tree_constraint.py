@@ -45,7 +45,18 @@ KEY = "tree_constraint"  # its entry in the decode cache
 PREDICTIONS = ("keep", "normalize", "word")  # as trees.POS_MODES
 
 
-class TreeConstraint:
+class Constraint:
+    """What a constraint is to the search: `initial_state(inputs, extra_length)`,
+    `advance(state, ids)` and `allowed(state)` [N, V], joined by `step`."""
+
+    def step(self, ids: tf.Tensor, logits: tf.Tensor, state: dict, neg: float):
+        """The step function's part -> (the logits [N, V] with every symbol the
+        state allows no more set to `neg`, the state advanced by ids [N])."""
+        state = self.advance(state, ids)
+        return tf.where(self.allowed(state), logits, tf.cast(neg, logits.dtype)), state
+
+
+class TreeConstraint(Constraint):
     """The masks and state updates for one vocabulary (`tokens`, in id order)
     and linearization (`pos`: "keep", tags; "normalize", XX; "word", the words)."""
 
@@ -143,14 +154,8 @@ class TreeConstraint:
             | ((vocab == sequences.EOS_ID) & eos_ok[:, tf.newaxis])
         )
 
-    def step(self, ids: tf.Tensor, logits: tf.Tensor, state: dict, neg: float):
-        """The step function's part -> (the logits [N, V] with every symbol the
-        state allows no more set to `neg`, the state advanced by ids [N])."""
-        state = self.advance(state, ids)
-        return tf.where(self.allowed(state), logits, tf.cast(neg, logits.dtype)), state
 
-
-class LabelConstraint:
+class LabelConstraint(Constraint):
     """The masks and state updates for labels, one per word (module docstring),
     over one vocabulary (`tokens`, in id order). State per hypothesis: the
     input's words, the labels written, the constituents shared by the last
@@ -200,13 +205,8 @@ class LabelConstraint:
             | ((vocab == sequences.EOS_ID) & (left <= 0))
         )
 
-    def step(self, ids: tf.Tensor, logits: tf.Tensor, state: dict, neg: float):
-        """As TreeConstraint.step."""
-        state = self.advance(state, ids)
-        return tf.where(self.allowed(state), logits, tf.cast(neg, logits.dtype)), state
 
-
-def for_problem(problem, hp) -> TreeConstraint | LabelConstraint | None:
+def for_problem(problem, hp) -> Constraint | None:
     """The constraint a problem's decodes take under decode hparams `hp`: its
     trees' (`problem.tree_pos`: parsing problems), unless hp.tree_constraint
     is off; None for other problems."""

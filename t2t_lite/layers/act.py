@@ -214,14 +214,6 @@ class AdaptiveComputationTime(keras.layers.Layer):
         if not self.built:
             self.build(state.shape)
         limit = self._limit(budget)
-
-        def body(step, *carry):
-            step += 1
-            return (step, *self._advance(step, limit, step_fn(carry[0], step), *carry))
-
-        def cond(step, state, output, accumulated, remainders, n_updates, running):
-            return tf.logical_and(step < self.max_steps, tf.reduce_any(running > 0))
-
         if keras.backend.backend() != "tensorflow":  # a fixed trip count (module docstring)
             carry = self._initial_carry(state, nonpadding)
             steps = ops.zeros((), "int32")  # trips that had a running position
@@ -230,6 +222,14 @@ class AdaptiveComputationTime(keras.layers.Layer):
                 carry = self._advance(step, limit, step_fn(carry[0], step), *carry)
             _, output, weight_sums, remainders, n_updates, _ = carry
             return output, PonderStats(n_updates, remainders, steps, weight_sums)
+
+        def body(step, *carry):
+            step += 1
+            return (step, *self._advance(step, limit, step_fn(carry[0], step), *carry))
+
+        def cond(step, state, output, accumulated, remainders, n_updates, running):
+            return tf.logical_and(step < self.max_steps, tf.reduce_any(running > 0))
+
         step, _, output, weight_sums, remainders, n_updates, _ = tf.while_loop(
             cond,
             body,
