@@ -440,3 +440,12 @@ def transformer_parsing_small() -> TransformerHParams:
         batch_size=2048,
         length_bucket_step=2.0,
     )
+
+
+@registry.HPARAMS.register("transformer_parsing_tagger")
+def transformer_parsing_tagger() -> TransformerHParams:
+    """The parsing recipe as a tagger (model transformer_encoder, problem
+    parsing_from_files_labels: one label per word): transformer_parsing_small's
+    width (d=256, ff 1024, h=8), dropout 0.3 and label smoothing 0.1, in an
+    encoder of 4 layers (docs/parsing.md, round 4)."""
+    return transformer_parsing_small()
