@@ -270,7 +270,13 @@ def test_every_public_layer_round_trips_trains_and_runs_in_mixed_precision(name,
     ("model", "hparams_set"),
     [
         ("transformer", "transformer_test"),
+        ("transformer_encoder", "transformer_test"),
         pytest.param("universal_transformer", "universal_transformer_test", marks=pytest.mark.slow),
+        pytest.param(
+            "universal_transformer_encoder",
+            "adaptive_universal_transformer_test",
+            marks=pytest.mark.slow,
+        ),
         pytest.param(
             "universal_transformer", "adaptive_universal_transformer_test", marks=pytest.mark.slow
         ),

@@ -245,12 +245,12 @@ def tiny_treebank_data(tmp_path, name: str = "parsing_from_files") -> str:
     return data
 
 
-def tiny_parser(tmp_path, name: str = "parsing_from_files") -> str:
+def tiny_parser(tmp_path, name: str = "parsing_from_files", model: str = "transformer") -> str:
     """A one-layer parser trained one step on `tiny_treebank_data` -> its run dir."""
     from t2t_lite import api
 
     data, run = tiny_treebank_data(tmp_path, name), str(tmp_path / "run")
-    api.train(name, "transformer", "transformer_parsing_cpu", data, run, hparams=TINY_PARSER,
+    api.train(name, model, "transformer_parsing_cpu", data, run, hparams=TINY_PARSER,
               train_steps=1, local_eval_frequency=1)  # fmt: skip
     return run
 
@@ -539,7 +539,7 @@ def test_a_raw_sentence_parses_end_to_end_into_a_tree_that_reads_back(tmp_path):
     parse_input=tokens keeps a tokenized line's words as they are."""
     from t2t_lite import api
 
-    run = tiny_parser(tmp_path)
+    run = tiny_parser(tmp_path, "parsing_from_files_labels", "transformer_encoder")
     sentence = "He didn't see the (red) car."
     expected = ["He", "did", "n't", "see", "the", "-LRB-", "red", "-RRB-", "car", "."]
     parsed = api.load(run)
@@ -572,7 +572,10 @@ def test_a_raw_sentence_parses_end_to_end_into_a_tree_that_reads_back(tmp_path):
 def test_t2t_visualize_draws_a_raw_sentences_parse_beside_its_gold_tree(tmp_path):
     from t2t_lite.visualization import runner as visualize
 
-    run, out = tiny_parser(tmp_path), str(tmp_path / "viz")
+    run, out = (
+        tiny_parser(tmp_path, "parsing_from_files_labels", "transformer_encoder"),
+        str(tmp_path / "viz"),
+    )
     gold = "(TOP (S (NP (PRP He)) (VP (VBD saw) (NP (PRP it))) (. .)))"
     (tmp_path / "gold.trees").write_text(gold + "\n")
     written = visualize.visualize(
@@ -619,7 +622,7 @@ def test_the_tree_constraint_allows_only_what_keeps_a_tree_over_the_words():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("pos", ["normalize", "keep", "word", "labels"])
+@pytest.mark.parametrize("pos", ["normalize", "keep", "word", "labels", "tagger"])
 def test_constrained_searches_write_trees_over_the_words_with_no_repair(tmp_path, pos, caplog):
     """An untrained parser (one step): every greedy and beam decode is already
     a tree over its sentence's words, before any repair."""
@@ -630,8 +633,11 @@ def test_constrained_searches_write_trees_over_the_words_with_no_repair(tmp_path
         "keep": "parsing_from_files",
         "normalize": "parsing_from_files_xx",
         "labels": "parsing_from_files_labels",
+        "tagger": "parsing_from_files_labels",
     }.get(pos, "parsing_from_files_words")
-    run = tiny_parser(tmp_path, name)
+    run = tiny_parser(tmp_path, name, "transformer_encoder" if pos == "tagger" else "transformer")
+    if pos == "tagger":
+        pos = "labels"
     parsed = api.load(run)
     sentences = ["The dog barks .", "It rained .", "Ann sees a cat .", "a b c d e f g h"]
     inputs = [parsed.problem.encode_text(s) for s in sentences]
