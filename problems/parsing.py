@@ -337,6 +337,7 @@ class ParsingFromFilesLabels(ParsingProblem):
     tags are not predicted (XX in the output)."""
 
     pos = "labels"
+    aligned_targets = True  # a tagger (transformer_encoder) reads word i for label i
     mending = "tree_labels.decode: a missing or malformed label read as a neutral one"
 
     def target(self, tree: trees.Tree) -> str:

@@ -51,6 +51,15 @@ class Experiment:
                 "(problems with has_input_labels, e.g. algorithmic_parity_binary40 or "
                 "algorithmic_permute_three20); set it to 0"
             )
+        if (
+            getattr(model_class, "tags_inputs", False)
+            and not registry.PROBLEMS.get(problem).aligned_targets
+        ):
+            raise ValueError(
+                f"model {model!r} tags each input position, and problem {problem!r}'s targets "
+                "are not aligned with its inputs (problems with aligned_targets, e.g. "
+                "parsing_from_files_labels); use an encoder-decoder model (transformer)"
+            )
         return cls(model, problem, hparams_set, hp, input_encoding)
 
     def to_dict(self) -> dict[str, Any]:

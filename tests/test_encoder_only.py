@@ -109,3 +109,19 @@ def test_a_tagger_learns_a_per_position_mapping_with_fit():
     )
     losses = history.history["loss"]
     assert losses[-1] < losses[0] / 2, losses
+
+
+def test_a_tagger_is_refused_for_targets_not_aligned_with_the_inputs():
+    import t2t_lite.problems  # noqa: F401  (registers the problems)
+    from t2t_lite import experiment
+
+    with pytest.raises(ValueError, match="'parsing_from_files'.*not aligned"):
+        experiment.Experiment.resolve(
+            "transformer_encoder", "parsing_from_files", "transformer_parsing_tagger"
+        )
+    exp = experiment.Experiment.resolve(
+        "universal_transformer_encoder",
+        "parsing_from_files_labels",
+        "universal_transformer_parsing_tagger",
+    )
+    assert exp.hparams.num_rec_steps == 4 and exp.hparams.hidden_size == 256

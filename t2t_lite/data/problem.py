@@ -51,6 +51,10 @@ class Problem(abc.ABC):
     # Problems whose every input position has a label (`input_labels`), for
     # the auxiliary loss on the encoder's positions (input_label_loss_weight).
     has_input_labels = False
+    # Problems whose target is aligned with the source, symbol for symbol (the
+    # i-th target symbol labels the i-th input symbol): what an encoder-only
+    # tagger (models/encoder_only.py) can learn.
+    aligned_targets = False
     # Problems whose targets are trees: how they write one (trees.POS_MODES, a
     # linearized tree; "labels", one label per word, data/tree_labels.py);
     # decodes may then be held to well-formed trees (decoding/tree_constraint.py).

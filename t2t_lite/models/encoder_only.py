@@ -39,6 +39,8 @@ def aligned(logits, length):
 class EncoderOnly:
     """What both taggers share; placed before the model class in the MRO."""
 
+    tags_inputs = True  # for problems with aligned_targets only (experiment.py)
+
     def __init__(self, hparams, vocab_size: int, input_encoding: str = "tokens", **kwargs):
         if input_encoding != "tokens":
             raise ValueError(

@@ -235,6 +235,14 @@ def universal_transformer_parsing_cpu() -> UniversalTransformerHParams:
     return _universal(transformer_hparams.transformer_parsing_cpu(), num_rec_steps=4)
 
 
+@registry.HPARAMS.register("universal_transformer_parsing_tagger")
+def universal_transformer_parsing_tagger() -> UniversalTransformerHParams:
+    """transformer_parsing_tagger's block (d=256, ff 1024, h=8, dropout 0.3)
+    shared over 4 steps (model universal_transformer_encoder): the tagger's
+    4 layers as recurrence steps, at about the same cost a step."""
+    return _universal(transformer_hparams.transformer_parsing_tagger(), num_rec_steps=4)
+
+
 @registry.HPARAMS.register("universal_transformer_sepconv_base")
 def universal_transformer_sepconv_base() -> UniversalTransformerHParams:
     """universal_transformer_base with the depthwise-separable convolution transition."""

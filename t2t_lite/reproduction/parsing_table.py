@@ -53,6 +53,20 @@ ENTRIES = {
         "universal_transformer_parsing_cpu",
         "",
     ),
+    # The recipe (docs/parsing.md, round 4): one label per word
+    # (parsing_from_files_labels), an encoder tagging each word.
+    "transformer_tagger": Entry(
+        "Transformer encoder tagger (4 layers, d=256)",
+        "transformer_encoder",
+        "transformer_parsing_tagger",
+        "",
+    ),
+    "universal_transformer_tagger": Entry(
+        "Universal Transformer encoder tagger (4 steps, d=256)",
+        "universal_transformer_encoder",
+        "universal_transformer_parsing_tagger",
+        "",
+    ),
 }
 BASELINE = "right_branching"
 TABLE = "parsing_table"  # every row
