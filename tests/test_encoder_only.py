@@ -125,3 +125,12 @@ def test_a_tagger_is_refused_for_targets_not_aligned_with_the_inputs():
         "universal_transformer_parsing_tagger",
     )
     assert exp.hparams.num_rec_steps == 4 and exp.hparams.hidden_size == 256
+
+
+def test_the_parsing_table_has_tagger_rows_only_for_one_label_per_word():
+    from t2t_lite.reproduction import parsing_table
+
+    linearized = parsing_table.parse_rows(["parsing_table"], aligned=False)
+    assert linearized == ["right_branching", "transformer_parsing", "universal_transformer_parsing"]
+    labels = parsing_table.parse_rows(["parsing_table"], aligned=True)
+    assert labels == [*linearized, "transformer_tagger", "universal_transformer_tagger"]

@@ -19,7 +19,7 @@ they came from) and read back while those are unchanged.
 import dataclasses
 import os
 
-from t2t_lite import files, run_dir, stamp
+from t2t_lite import files, registry, run_dir, stamp
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import trees
 from t2t_lite.decoding import decoder as decoder_lib
@@ -83,12 +83,14 @@ def is_parsing(problems: list[str]) -> bool:
     return kinds == {True}
 
 
-def parse_rows(models: list[str]) -> list[str]:
-    """--models -> row keys: "parsing_table" is every row; else names of ENTRIES or
-    right_branching."""
+def parse_rows(models: list[str], aligned: bool = True) -> list[str]:
+    """--models -> row keys: "parsing_table" is every row (the taggers only where
+    the problem's targets are `aligned`, one label per word); else names of
+    ENTRIES or right_branching."""
+    every = [BASELINE, *(k for k in ENTRIES if aligned or not _tags_inputs(ENTRIES[k]))]
     keys = []
     for name in models:
-        for key in [BASELINE, *ENTRIES] if name == TABLE else [name]:
+        for key in every if name == TABLE else [name]:
             if key not in ENTRIES and key != BASELINE:
                 raise ValueError(
                     f"--models: {key!r} is not a parsing row; rows: {BASELINE}, "
@@ -97,6 +99,11 @@ def parse_rows(models: list[str]) -> list[str]:
             if key not in keys:
                 keys.append(key)
     return keys
+
+
+def _tags_inputs(entry: Entry) -> bool:
+    """Whether the entry's model is a tagger (models/encoder_only.py)."""
+    return getattr(registry.MODELS.get(entry.model), "tags_inputs", False)
 
 
 def right_branching(words: list[str], tags: list[str]) -> trees.Tree:
@@ -182,7 +189,7 @@ def compare(request: runs.Request) -> str:
             f"not {split!r}"
         )
     decoder_lib.decode_hparams(search)  # a bad search fails before any training
-    keys = parse_rows(models)
+    keys = parse_rows(models, prob.aligned_targets)
     trained = {ENTRIES[key]: key for key in keys if key in ENTRIES}
     config = dataclasses.replace(config, eval_steps=runs.EVAL_STEPS)
     train = request.missing == "train"
