@@ -26,7 +26,10 @@ one label per word (`parsing_from_files_labels`, data/tree_labels.py;
 tags `XX`). The vocabulary is one token per word
 (brackets and labels whole): every symbol of the training targets and the
 most frequent training words up to --vocab_size (16,000 by default, the
-paper's), other words read as `[UNK]`. t2t-datagen also writes each
+paper's), other words read as their shape's token (data/word_shapes.py:
+capitals, digits, hyphen, suffix, e.g. `[UNK-Cap-ed]`; a vocabulary written
+before the shapes reads them as `[UNK]`): a --vocab_size below the training
+words' count leaves the rarest out, so the shapes are trained. t2t-datagen also writes each
 evaluation split's sentences and gold trees (`<problem>-dev.words`,
 `<problem>-dev.trees`, the same for test): decode the words file, then
 score with `t2t-evalb --gold_file=<...>.trees --test_file=<decoded>`.
@@ -49,6 +52,7 @@ from t2t_lite.data import (
     tree_labels,
     treebank_text,
     trees,
+    word_shapes,
 )
 
 WSJ_NAME = re.compile(r"^wsj_(\d\d)\d\d\.mrg$", re.IGNORECASE)
@@ -230,6 +234,8 @@ class ParsingProblem(configured.ConfiguredByFiles, text_problem.Text2TextProblem
         words = collections.Counter(w for line in lines[0::2] for w in line.split())
         reserved = list(subword.RESERVED)
         tokens = reserved + [s for s, _ in symbols.most_common() if s not in reserved]
+        # The shapes unknown words read as (data/word_shapes.py), before the words.
+        tokens += [s for s in word_shapes.tokens() if s not in tokens]
         room = self.vocab_target_size - len(tokens)
         if room <= 0 and words:
             raise ValueError(
@@ -297,7 +303,9 @@ class ParsingProblem(configured.ConfiguredByFiles, text_problem.Text2TextProblem
         changed = not trees.is_tree_over(symbols, len(words))
         tags = [
             trees.NORMALIZED_TAG
-            if symbol == subword.UNK or (self.pos == "word" and not symbol.startswith(("(", ")")))
+            if symbol == subword.UNK
+            or word_shapes.is_shape(symbol)
+            or (self.pos == "word" and not symbol.startswith(("(", ")")))
             else symbol
             for symbol in symbols
         ]

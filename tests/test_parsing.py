@@ -301,7 +301,7 @@ def test_datagen_writes_whole_symbol_tokens_and_the_gold_files(tmp_path):
     with open(gold) as f:
         assert f.read() == f"(TOP {SENTENCES[2]})\n" * 2
     # A decode whose symbols are not a tree becomes one over the line's words.
-    # NNP is not in the vocabulary (no training tree has it): [UNK], written XX.
+    # NNP is not in the vocabulary (no training tree has it): its shape, written XX.
     ids = prob.encode_text("(S (NP NNP )NP VBZ (NP DT NN")
     line = prob.decoded_line("Ann sees a cat .", ids)
     assert line == "(TOP (S (NP (XX Ann)) (VBZ sees) (NP (DT a) (NN cat)) (XX .)))"

@@ -11,6 +11,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from t2t_lite import sequences
+from t2t_lite.data import word_shapes
 
 
 class GraphTokenizer(tf.Module, abc.ABC):
@@ -112,8 +113,10 @@ class WordTokenizer(GraphTokenizer):
     """Whitespace-separated words, each one token: `tokens[i]` has id i.
 
     tokens starts with PAD, EOS and an unknown-word token; a word outside the
-    vocabulary becomes that token (the line stays decodable). The parsing
-    problem's vocabulary: brackets and labels like "(NP" stay whole tokens.
+    vocabulary becomes its shape's token where the vocabulary holds every
+    shape (data/word_shapes.py: `[UNK-Cap-ed]`), else that unknown token (the
+    line stays decodable). The parsing problem's vocabulary: brackets and
+    labels like "(NP" stay whole tokens.
     """
 
     def __init__(self, tokens: list[str], unknown: str):
@@ -132,6 +135,7 @@ class WordTokenizer(GraphTokenizer):
         )
         self._tokens = tf.constant(tokens)
         self._index = {word: i for i, word in enumerate(tokens[3:], start=3)}
+        self.shaped = all(token in self._index for token in word_shapes.tokens())
 
     @property
     def tokens(self) -> list[str]:
@@ -143,8 +147,15 @@ class WordTokenizer(GraphTokenizer):
     def tokenize(self, text: tf.Tensor) -> tuple[tf.RaggedTensor, tf.Tensor]:
         spaced = tf.strings.regex_replace(text, WHITE_SPACE_RE2, " ")  # see WHITE_SPACE_RE2
         words = self._splitter.tokenize(spaced)  # [N, (words)] strings
-        ids = tf.ragged.map_flat_values(self._table.lookup, words)  # [N, (words)]
+        ids = tf.ragged.map_flat_values(self._lookup, words)  # [N, (words)]
         return ids, tf.ones([tf.shape(text)[0]], tf.bool)
+
+    def _lookup(self, words: tf.Tensor) -> tf.Tensor:
+        """Words [W] -> ids [W]: a word's own, else its shape's (or the unknown id)."""
+        ids = self._table.lookup(words)
+        if not self.shaped:
+            return ids
+        return tf.where(ids == 2, self._table.lookup(word_shapes.shapes(words)), ids)
 
     def detokenize(self, ids: tf.RaggedTensor) -> tf.Tensor:
         ids = tf.ragged.boolean_mask(ids, (ids >= 2) & (ids < self.vocab_size))
@@ -153,7 +164,12 @@ class WordTokenizer(GraphTokenizer):
 
     def encode(self, line: str) -> list[int]:
         """One line -> ids, in Python (the graph's split: str.split())."""
-        return [self._index.get(word, 2) for word in split_symbols(line)]
+        if not self.shaped:
+            return [self._index.get(word, 2) for word in split_symbols(line)]
+        return [
+            self._index.get(word) or self._index[word_shapes.shape(word)]
+            for word in split_symbols(line)
+        ]
 
     def decode(self, ids: list[int]) -> str:
         return " ".join(self._words[i] for i in ids if 2 <= i < self.vocab_size)
