@@ -42,6 +42,9 @@ CASES = {
     ),
     # ACT in both stacks: the fixed-trip loop against TensorFlow's early exit.
     "act": ("universal_transformer", "adaptive_universal_transformer_test", ""),
+    # An encoder-only tagger under ACT (models/encoder_only.py): each target
+    # position reads its input position (here the first 5 of 7).
+    "tagger": ("universal_transformer_encoder", "adaptive_universal_transformer_test", ""),
 }
 
 

@@ -32,7 +32,11 @@ def aligned(logits, length):
     targets: the first T, or all S and zeros after them (a target longer
     than its input has nothing to read there)."""
     logits = logits[:, :length]
-    missing = ops.maximum(length - ops.shape(logits)[1], 0)
+    source = ops.shape(logits)[1]
+    if isinstance(length, int) and isinstance(source, int):  # static (JAX, PyTorch)
+        missing = max(length - source, 0)
+    else:  # TensorFlow's dynamic lengths
+        missing = ops.maximum(length - source, 0)
     return ops.pad(logits, [[0, 0], [0, missing], [0, 0]])
 
 
