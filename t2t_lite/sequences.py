@@ -13,6 +13,9 @@ PAD_ID = 0
 EOS_ID = 1
 # PAD and EOS: a problem's own symbols start at this id (bAbI reserves FACT_END_ID too).
 NUM_RESERVED_IDS = 2
+# The unknown token of word and subword vocabularies (data/subword.py's RESERVED):
+# what word dropout (hparam input_word_dropout) replaces an input token by.
+UNKNOWN_ID = 2
 # Fact-encoded inputs (input_encoding "facts", bAbI): every fact, the
 # question included, ends with this id; the words between are one fact.
 FACT_END_ID = 2

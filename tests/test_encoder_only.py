@@ -134,3 +134,32 @@ def test_the_parsing_table_has_tagger_rows_only_for_one_label_per_word():
     assert linearized == ["right_branching", "transformer_parsing", "universal_transformer_parsing"]
     labels = parsing_table.parse_rows(["parsing_table"], aligned=True)
     assert labels == [*linearized, "transformer_tagger", "universal_transformer_tagger"]
+
+
+@pytest.mark.parametrize("name", ["transformer", "universal_transformer_encoder"])
+def test_word_dropout_replaces_only_words_by_the_unknown_token_and_only_in_training(name):
+    from t2t_lite import hparams as hparams_lib
+
+    hparams_set = "universal_transformer_test" if "universal" in name else "transformer_test"
+    hp = hparams_lib.override(registry.HPARAMS.get(hparams_set)(), "input_word_dropout=0.5")
+    model = registry.MODELS.get(name)(hp, VOCAB)
+    checkpoints.build_model(model)
+    words = np.tile(np.arange(3, VOCAB), 30)[:199]
+    inputs = tf.constant([[*words, 1], [*words[:100], 1, *[0] * 99]], tf.int32)  # [2, 200]
+    table = model.source_embedding.embed(tf.range(VOCAB)).numpy()  # [V, C]
+    embedded, _ = model.embed_inputs(inputs, training=True)
+    # Each position's row is its token's or the unknown token's: find which.
+    rows = embedded.numpy()[..., None, :] - table[None, None]  # [B, S, V, C]
+    read = np.argmin(np.abs(rows).sum(-1), -1)  # [B, S]
+    original = inputs.numpy()
+    kept = read == original
+    unknown = read == sequences.UNKNOWN_ID
+    assert np.all(kept | unknown)
+    assert np.all(kept[original <= sequences.EOS_ID])  # EOS and PAD are never dropped
+    dropped = unknown & (original > sequences.UNKNOWN_ID)
+    assert 0 < dropped.sum() < (original > sequences.UNKNOWN_ID).sum()
+    unchanged, _ = model.embed_inputs(inputs, training=False)
+    np.testing.assert_array_equal(unchanged, model.source_embedding.embed(inputs))
+    if name == "transformer":  # (a tagger refuses facts before it reads its hparams)
+        with pytest.raises(ValueError, match="input_word_dropout.*'facts'"):
+            registry.MODELS.get(name)(hp, VOCAB, input_encoding="facts")

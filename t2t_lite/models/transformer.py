@@ -50,6 +50,11 @@ class Transformer(keras.Model):
             raise ValueError(
                 f"input_encoding must be one of {sequences.INPUT_ENCODINGS}, got {input_encoding!r}"
             )
+        if hparams.input_word_dropout and input_encoding != "tokens":
+            raise ValueError(
+                f"input_word_dropout={hparams.input_word_dropout} replaces input tokens; the "
+                f"problem's inputs are encoded as {input_encoding!r} (set it to 0)"
+            )
         self.hparams = hparams
         self.vocab_size = vocab_size
         self.input_encoding = input_encoding
@@ -73,6 +78,8 @@ class Transformer(keras.Model):
         self.input_dropout = keras.layers.Dropout(hparams.layer_prepostprocess_dropout)
         self.target_dropout = keras.layers.Dropout(hparams.layer_prepostprocess_dropout)
         self.encoder, self.decoder = self.make_stacks(self.block_config())
+        if hparams.input_word_dropout:  # only then: checkpoints without it stay as they were
+            self.word_dropout_seed = keras.random.SeedGenerator(1, name="word_dropout_seed")
         seed = None
         if hparams.position_start_index != "none" or self.always_has_seed_generator:
             self.seed_generator = seed = keras.random.SeedGenerator(0, name="position_start_seed")
@@ -199,14 +206,21 @@ class Transformer(keras.Model):
             return {"inputs": ops.convert_to_tensor(inputs), "targets": targets}
         return {"inputs": targets, "targets": targets}
 
-    def embed_inputs(self, inputs):
+    def embed_inputs(self, inputs, training: bool = False):
         """inputs [B, L] -> (encoder positions' embeddings [B, S, C], nonpadding [B, S]).
 
         S = L for tokens; for facts, S is the batch's largest fact count.
+        In training, input_word_dropout replaces tokens by the unknown token.
         """
         if self.input_encoding == "facts":
             return self.fact_embedding(inputs)
-        return self.source_embedding.embed(inputs), masks.padding_mask(inputs)
+        nonpadding = masks.padding_mask(inputs)
+        rate = self.hparams.input_word_dropout
+        if training and rate:
+            draw = keras.random.uniform(ops.shape(inputs), seed=self.word_dropout_seed)
+            dropped = (draw < rate) & (inputs > sequences.EOS_ID)  # words, not EOS or PAD
+            inputs = ops.where(dropped, ops.full_like(inputs, sequences.UNKNOWN_ID), inputs)
+        return self.source_embedding.embed(inputs), nonpadding
 
     def empty_memory(self, inputs):
         """A decoder-only model's "encoder output": [B, 0, C] and its bias [B, 1, 1, 0].
@@ -227,7 +241,7 @@ class Transformer(keras.Model):
         if not self.has_encoder:
             return self.empty_memory(inputs)
         position_start = self.position_policy.encoder(inputs, position_start)
-        x, nonpadding = self.embed_inputs(inputs)
+        x, nonpadding = self.embed_inputs(inputs, training)
         signal = ops.cast(self.position_signal(ops.shape(x)[1], position_start), x.dtype)
         x = self.input_dropout(x + signal, training=training)
         bias = masks.nonpadding_bias(nonpadding)

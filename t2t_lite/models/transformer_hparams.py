@@ -138,6 +138,12 @@ class TransformerHParams:
     # position's label (the problem's `input_labels`, e.g. the state reached
     # so far), weighted by this against the targets' loss (a mean per label).
     input_label_loss_weight: float = 0.0
+    # Word dropout (Iyyer et al. 2015; 0: off): in training, each input token
+    # is replaced by the unknown token (sequences.UNKNOWN_ID, word and subword
+    # vocabularies' [UNK]) with this probability, so a model over a small
+    # treebank learns to read a word from its context, as it must read the
+    # words it never saw. Token inputs only.
+    input_word_dropout: float = 0.0
     # One matrix for source embedding, target embedding and softmax (the paper's);
     # False: three (tensor2tensor's name).
     shared_embedding_and_softmax_weights: bool = True
@@ -181,6 +187,7 @@ class TransformerHParams:
             "position_embedding",
             f"must be one of {POSITION_EMBEDDINGS}, got {self.position_embedding!r}",
         )
+        require(0.0 <= self.input_word_dropout < 1.0, "input_word_dropout", "must be in [0, 1)")
         require(self.filter_size > 0, "filter_size", "must be positive")
         require(self.num_hidden_layers > 0, "num_hidden_layers", "must be positive")
         require(

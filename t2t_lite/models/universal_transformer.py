@@ -125,7 +125,7 @@ class UniversalTransformer(transformer.Transformer):
         if not self.has_encoder:
             return (*self.empty_memory(inputs), None)
         position_start = self.position_policy.encoder(inputs, position_start)
-        x, nonpadding = self.embed_inputs(inputs)  # [B, S, C], [B, S]
+        x, nonpadding = self.embed_inputs(inputs, training)  # [B, S, C], [B, S]
         bias = masks.nonpadding_bias(nonpadding)
         x = self.input_dropout(x, training=training)
         lengths = ops.sum(ops.cast(nonpadding, "int32"), 1)  # [B]
