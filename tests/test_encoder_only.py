@@ -163,3 +163,30 @@ def test_word_dropout_replaces_only_words_by_the_unknown_token_and_only_in_train
     if name == "transformer":  # (a tagger refuses facts before it reads its hparams)
         with pytest.raises(ValueError, match="input_word_dropout.*'facts'"):
             registry.MODELS.get(name)(hp, VOCAB, input_encoding="facts")
+
+
+@pytest.mark.slow
+def test_the_parsing_table_trains_and_scores_a_tagger_row_on_one_label_per_word(tmp_path):
+    """t2t-compare's parsing table on the tagger row: a run trained (one step),
+    its dev decode a tree over every sentence's words, scored and kept."""
+    import json
+
+    from test_parsing import TINY_PARSER, tiny_treebank_data
+
+    from t2t_lite.reproduction import parsing_table, runs
+    from t2t_lite.training import trainer
+
+    data = tiny_treebank_data(tmp_path, "parsing_from_files_labels")
+    out = tmp_path / "out"
+    config = trainer.TrainConfig(train_steps=1, local_eval_frequency=1)
+    request = runs.Request(
+        str(out), ["right_branching", "transformer_tagger"], ["parsing_from_files_labels"],
+        data, config, ["1"], TINY_PARSER, split="dev", search="beam_size=1",
+    )  # fmt: skip
+    text = parsing_table.compare(request)
+    label = parsing_table.ENTRIES["transformer_tagger"].label
+    assert any(line.startswith(f"| {label} |") for line in text.splitlines())
+    run = out / "parsing_from_files_labels" / "transformer_tagger"
+    assert json.loads((run / "experiment.json").read_text())["model"] == "transformer_encoder"
+    kept = json.loads((run / "parse_dev.json").read_text())
+    assert kept["figures"]["errors"] == 0 and kept["figures"]["sentences"] == 2
