@@ -39,7 +39,11 @@ class TransformerHParams:
     """Transformer hyperparameters; field names follow tensor2tensor."""
 
     # Keys added after runs were written without them: the value each had then.
-    KEYS_ADDED: ClassVar[dict] = {"length_bucket_step": 2.0, "learning_rate_decay_steps": 0}
+    KEYS_ADDED: ClassVar[dict] = {
+        "length_bucket_step": 2.0,
+        "learning_rate_decay_steps": 0,
+        "input_word_dropout": 0.0,
+    }
 
     hidden_size: int = 512
     filter_size: int = 2048
