@@ -240,7 +240,7 @@ class ParsingProblem(configured.ConfiguredByFiles, text_problem.Text2TextProblem
         if room <= 0 and words:
             raise ValueError(
                 f"--vocab_size={self.vocab_target_size} leaves no room for a word: the "
-                f"training trees' symbols alone are {len(tokens)} tokens (0 keeps the "
+                f"training trees' symbols and the word shapes are {len(tokens)} tokens (0 keeps the "
                 f"default, {type(self).vocab_target_size:,})"
             )
         known = set(tokens)
