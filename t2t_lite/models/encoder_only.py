@@ -126,10 +126,5 @@ class UniversalTransformerEncoder(EncoderOnly, universal_transformer.UniversalTr
         encoded, bias, stats = self.encode_with_stats(inputs, training, position_start, jitter)
         if stats is None:
             return encoded, bias, {}
-        ponder = stats.mean_ponder_time(self.encoder_nonpadding(inputs))
-        aux = {
-            "encoder_ponder_time": ponder,
-            "encoder_act_steps": ops.cast(stats.steps, "float32"),
-            "loss": self.hparams.act_loss_weight * ponder,
-        }
-        return encoded, bias, aux
+        sides = [("encoder", stats, self.encoder_nonpadding(inputs))]
+        return encoded, bias, self.ponder_aux(sides)

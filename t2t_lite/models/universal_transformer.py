@@ -216,17 +216,22 @@ class UniversalTransformer(transformer.Transformer):
         labelled = input_labels.terms(self, features, encoded)
         if decoder_stats is None:
             return logits, labelled
-        aux = {}
-        ponder = []
         sides = [("decoder", decoder_stats, masks.padding_mask(features["targets"]))]
         if encoder_stats is not None:
             sides.insert(0, ("encoder", encoder_stats, self.encoder_nonpadding(features["inputs"])))
+        return logits, input_labels.merged(self.ponder_aux(sides), labelled)
+
+    def ponder_aux(self, sides: list) -> dict:
+        """ACT's auxiliary outputs for (name, stats, nonpadding [B, S]) per stack:
+        each one's mean ponder time and step count, and the ponder cost "loss"."""
+        aux = {}
+        ponder = []
         for name, stats, nonpadding in sides:
             ponder.append(stats.mean_ponder_time(nonpadding))
             aux[f"{name}_ponder_time"] = ponder[-1]
             aux[f"{name}_act_steps"] = ops.cast(stats.steps, "float32")
         aux["loss"] = self.hparams.act_loss_weight * sum(ponder[1:], ponder[0])
-        return logits, input_labels.merged(aux, labelled)
+        return aux
 
     def encoder_nonpadding(self, inputs: tf.Tensor) -> tf.Tensor:
         """[B, S] 1.0 at the encoder's real positions (tokens, or facts)."""
