@@ -257,8 +257,6 @@ def test_the_table_reuses_an_average_only_of_the_checkpoints_it_asks_for(tmp_pat
     Checkpoint object, whose save count is 1) keep it; a retrained checkpoint
     (its name, other values) makes it average again. Each average written is
     counted, not read off a file time (whole seconds on some storage)."""
-    from t2t_lite.reproduction import translation
-
     run = str(tmp_path / "run")
     save_step_valued(run, [1, 2, 3, 4, 5, 6])
     other = averaging.run(run, num_last=2, explicit=[])
@@ -266,15 +264,15 @@ def test_the_table_reuses_an_average_only_of_the_checkpoints_it_asks_for(tmp_pat
     written = []
     average = averaging.run
     monkeypatch.setattr(averaging, "run", lambda *args: written.append(args) or average(*args))
-    target = translation.averaged(run, 5)
+    target = averaging.newest_average(run, 5)
     assert target == other and mean_step_weight(target) == 4.0 and len(written) == 1
-    assert translation.averaged(run, 5) == target
+    assert averaging.newest_average(run, 5) == target
     assert len(written) == 1  # reused
     save_step_valued(run, [6])  # step 6 written again with the same values
-    assert translation.averaged(run, 5) == target
+    assert averaging.newest_average(run, 5) == target
     assert len(written) == 1  # still reused
     save_step_valued(run, [6], shift=2.5)  # retrained: a run reuses names, not values
-    assert translation.averaged(run, 5) == target
+    assert averaging.newest_average(run, 5) == target
     assert len(written) == 2
     assert mean_step_weight(target) == (2 + 3 + 4 + 5 + 8.5) / 5
 

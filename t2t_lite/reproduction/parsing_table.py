@@ -10,7 +10,9 @@ paper's 4 layers at a CPU's width, the Universal Transformer (4 recurrent
 steps of one such layer; beyond the paper), then the paper's rows. Each run
 decodes the split's sentences (t2t-datagen's `<problem>-<split>.words`) with
 the search of --decode_hparams (the paper's, `parsing`, by default), every
-output made a tree over its sentence's words, and is scored against the gold
+output made a tree over its sentence's words (the tagger rows, as their
+recipe, decode the average of a run's last AVERAGE_LAST checkpoints; the
+others its newest), and is scored against the gold
 trees by EVALB's rules (scoring/evalb.py). A run's decode and score are kept
 in its directory (`parse_<split>.json`, with the checkpoint, data and search
 they came from) and read back while those are unchanged.
@@ -27,6 +29,7 @@ from t2t_lite.decoding import runner, tree_constraint
 from t2t_lite.reproduction import runs, seed_stats
 from t2t_lite.reproduction.entries import Entry
 from t2t_lite.scoring import evalb
+from t2t_lite.training import averaging
 
 # The Transformer paper's Table 4: (parser, training, F1 on WSJ section 23).
 PAPER_TABLE4 = (
@@ -68,6 +71,10 @@ ENTRIES = {
         "",
     ),
 }
+# The recipe's last step (docs/parsing.md): the taggers' rows decode the
+# average of a run's last 3 checkpoints (t2t-avg-checkpoints' default output).
+AVERAGE_LAST = 3
+AVERAGED_ROWS = ("transformer_tagger", "universal_transformer_tagger")
 BASELINE = "right_branching"
 TABLE = "parsing_table"  # every row
 DEFAULT_SEARCH = runs.DEFAULT_SEARCH
@@ -139,9 +146,11 @@ def with_gold_tags(decoded: list[str], gold_path: str) -> list[str]:
     return evalb.with_gold_tags(files.read_lines(gold_path), decoded)
 
 
-def run_score(run: str, data_dir: str, split: str, search: str) -> dict:
-    """EVALB figures of a run's decode of the split's sentences (kept; module docstring)."""
-    prob, model, checkpoint = run_dir.open_run(run)
+def run_score(run: str, data_dir: str, split: str, search: str, average: int = 0) -> dict:
+    """EVALB figures of a run's decode of the split's sentences (kept; module
+    docstring): its newest checkpoint, or the average of its last `average`."""
+    checkpoint = averaging.newest_average(run, average) if average else ""
+    prob, model, checkpoint = run_dir.open_run(run, checkpoint)
     # The split's sentences are the treebank's own words: read as they are.
     hp = dataclasses.replace(decoder_lib.decode_hparams(search), parse_input="tokens")
     wanted = depends_on(checkpoint, prob, data_dir, split, hp)
@@ -191,7 +200,9 @@ def compare(request: runs.Request) -> str:
     decoder_lib.decode_hparams(search)  # a bad search fails before any training
     keys = parse_rows(models, prob.aligned_targets)
     trained = {ENTRIES[key]: key for key in keys if key in ENTRIES}
-    config = dataclasses.replace(config, eval_steps=runs.EVAL_STEPS)
+    # Every run keeps the checkpoints an averaged row reads.
+    keep = max(config.keep_checkpoint_max, AVERAGE_LAST)
+    config = dataclasses.replace(config, eval_steps=runs.EVAL_STEPS, keep_checkpoint_max=keep)
     train = request.missing == "train"
     rows = runs.run(
         problems, list(trained), data_dir, output_dir, config, seed_list, hparams, trained, train
@@ -200,7 +211,10 @@ def compare(request: runs.Request) -> str:
     scores = {}
     for row in rows:
         key = trained[row["entry"]]
-        scores[key] = [run_score(d, data_dir, split, search) for _, d, _ in seed_stats.runs(row)]
+        average = AVERAGE_LAST if key in AVERAGED_ROWS else 0
+        scores[key] = [
+            run_score(d, data_dir, split, search, average) for _, d, _ in seed_stats.runs(row)
+        ]
     if BASELINE in keys:
         scores[BASELINE] = [baseline_score(prob, data_dir, split)]
     text = markdown(keys, scores, problem, split, search) + runs.missing_note(left_out)
@@ -231,4 +245,8 @@ def markdown(keys: list[str], scores: dict, problem: str, split: str, search: st
         f"F1: labelled brackets by EVALB's rules (COLLINS.prm) on the {sentences} sentences of "
         f"{split}, median [min, max] over seeds; search --decode_hparams={search!r}."
     )
+    if any(key in AVERAGED_ROWS for key in scores):
+        lines.append(
+            f"The tagger rows decode the average of each run's last {AVERAGE_LAST} checkpoints."
+        )
     return "\n".join(lines)

@@ -150,22 +150,9 @@ def training_entries(keys: list[str]) -> dict[str, Entry]:
 
 def score(row: Row, run_dir: str, data_dir: str, split: str) -> dict:
     """BLEU (and accuracies) of one run's decodes of `split` with the row's decoding."""
-    checkpoint = averaged(run_dir, row.average) if row.average else ""
+    checkpoint = averaging.newest_average(run_dir, row.average) if row.average else ""
     name = f"bleu_{'avg' if row.average else 'last'}_{row.decode.replace(',', '_')}"
     return greedy.evaluate(run_dir, data_dir, split, -1, row.decode, checkpoint, name)
-
-
-def averaged(run_dir: str, last: int) -> str:
-    """The average of the run's last `last` checkpoints: the one written before
-    when its record names exactly those checkpoints (a rerun of the table
-    neither rewrites it nor, its files untouched, decodes it again), else
-    a new one (an average of another count, e.g. by t2t-avg-checkpoints, or
-    of checkpoints since rewritten, is not reused)."""
-    sources = averaging.select(run_dir, last, [])
-    target = averaging.default_output(run_dir, sources)
-    if averaging.is_average_of(target, sources):
-        return target
-    return averaging.run(run_dir, last, [])
 
 
 def parameters(run_dir: str) -> int:

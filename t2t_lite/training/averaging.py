@@ -293,6 +293,19 @@ def run(model_dir: str, num_last: int, explicit: list[str], output_path: str = "
         attempt += 1
 
 
+def newest_average(model_dir: str, last: int) -> str:
+    """The average of the run's last `last` checkpoints: the one written before
+    when its record names exactly those checkpoints (a rerun of a table
+    neither rewrites it nor, its files untouched, decodes it again), else
+    a new one (an average of another count, e.g. by t2t-avg-checkpoints, or
+    of checkpoints since rewritten, is not reused)."""
+    sources = select(model_dir, last, [])
+    target = default_output(model_dir, sources)
+    if is_average_of(target, sources):
+        return target
+    return run(model_dir, last, [])
+
+
 def _check_output(model_dir: str, output_path: str, inputs: list[str]) -> None:
     """The output may not be an input, nor sit beside model_dir's checkpoints or in
     another run's."""
