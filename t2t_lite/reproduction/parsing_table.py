@@ -2,7 +2,7 @@
 Transformer paper's Table 4 (English constituency parsing, WSJ section 23).
 
     t2t-compare --problems=parsing_from_files --models=parsing_table \
-        --data_dir=D --output_dir=O --seeds=1,2,3 --bleu_split=dev
+        --data_dir=D --output_dir=O --seeds=1,2,3 --split=dev
 
 Rows: a right-branching baseline (no training: every word opens a
 constituent that spans the rest of the sentence), the Transformer with the
@@ -194,7 +194,7 @@ def compare(request: runs.Request) -> str:
     prob = problem_lib.get(problem)
     if split not in prob.evaluation_splits:
         raise ValueError(
-            f"--bleu_split: a parsing table scores {' or '.join(prob.evaluation_splits)}, "
+            f"--split: a parsing table scores {' or '.join(prob.evaluation_splits)}, "
             f"not {split!r}"
         )
     decoder_lib.decode_hparams(search)  # a bad search fails before any training
