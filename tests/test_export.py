@@ -386,3 +386,43 @@ def assert_hostile_shapes_are_refused(export_path: str) -> None:
 
 def test_an_export_refuses_hostile_shapes_and_oversized_requests(exported):
     assert_hostile_shapes_are_refused(exported)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name, model, hparams_set",
+    [
+        ("parsing_from_files_labels", "universal_transformer_encoder", "universal_transformer_parsing_tagger"),
+        ("parsing_from_files_xx", "transformer", "transformer_parsing_cpu"),
+    ],
+)  # fmt: skip
+def test_a_parsers_export_serves_what_t2t_decode_writes_held_to_trees(
+    tmp_path, name, model, hparams_set
+):
+    """A parser exported (the recipe's UT tagger, one label per word; a
+    linearized-tree Transformer): a fresh process without t2t_lite answers each
+    sentence with what t2t-decode's decoder writes, held by the same constraint
+    (one label per word; a tree over the words), though one training step
+    leaves the model's own choices anything but that."""
+    from test_parsing import TINY_PARSER, tiny_treebank_data
+
+    from t2t_lite import api
+    from t2t_lite.data import trees
+
+    data, run = tiny_treebank_data(tmp_path, name), str(tmp_path / "run")
+    api.train(name, model, hparams_set, data, run, hparams=TINY_PARSER,
+              train_steps=1, local_eval_frequency=1)  # fmt: skip
+    search = "beam_size=1,parse_input=tokens,extra_length=40"
+    path = exporter.export(run, str(tmp_path / "export"), overrides=search)
+    sentences = ["The dog barks .", "It rained .", "Ann sees a cat ."]
+    answer = serve(path, [("serving_default", sentences)])[0]
+    loaded = api.load(run)
+    decoder = runner.make_decoder(loaded.model, search, problem=loaded.problem)
+    inputs = [loaded.problem.encode_text(s) for s in sentences]
+    expected = [loaded.problem.decode_text(hyps[0][0]) for hyps in decoder.decode_ids(inputs)]
+    assert answer["outputs"] == expected
+    for sentence, written in zip(sentences, answer["outputs"], strict=True):
+        if name == "parsing_from_files_labels":
+            assert len(written.split()) == len(sentence.split())
+        else:
+            assert trees.is_tree_over(written.split(), len(sentence.split()))

@@ -19,6 +19,7 @@ from t2t_lite import experiment as experiment_lib
 from t2t_lite import files, run_dir
 from t2t_lite import hparams as hparams_lib
 from t2t_lite.decoding import decoder as decoder_lib
+from t2t_lite.decoding import tree_constraint
 from t2t_lite.export import ctranslate2_model, serving
 
 # Beside the model in a directory export (CTranslate2, Keras).
@@ -140,9 +141,11 @@ def _export(
     try:
         if export_format == SAVED_MODEL:
             metadata["xla_max_rows"] = xla_max_rows
-            _write_saved_model(
-                temporary, model, tokenizer, hp, problem.vocab_size, metadata, xla_max_rows
+            constraint = tree_constraint.for_problem(problem, hp)
+            module = serving.ServingModule(
+                model, tokenizer, hp, problem.vocab_size, xla_max_rows, constraint
             )
+            _write_saved_model(temporary, module, metadata)
             last = "saved_model.pb"
         elif export_format == KERAS:
             _write_keras(temporary, model, tokenizer.vocabulary(), metadata)
@@ -158,10 +161,7 @@ def _export(
     return final
 
 
-def _write_saved_model(
-    temporary, model, tokenizer, hp, vocab_size: int, metadata: dict, xla_max_rows: int
-) -> None:
-    module = serving.ServingModule(model, tokenizer, hp, vocab_size, xla_max_rows)
+def _write_saved_model(temporary, module: serving.ServingModule, metadata: dict) -> None:
     with _logging_kept():
         tf.saved_model.save(module, temporary, signatures=module.signatures())
     metadata = {

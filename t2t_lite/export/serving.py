@@ -50,20 +50,23 @@ class ServingModule(tf.Module):
         hp: decoder_lib.DecodeHParams,
         vocab_size: int,
         xla_max_rows: int = 0,
+        constraint=None,
     ):
         """xla_max_rows: searches of at most this many rows (inputs x beam_size)
         run XLA-compiled, their inputs padded to doubling row counts and lengths
         (few compiled shapes); TF Serving then needs --xla_cpu_compilation_enabled.
-        0: never (stock TF Serving runs the graph as saved)."""
+        0: never (stock TF Serving runs the graph as saved). constraint: what
+        the search may write (a parsing problem's, tree_constraint.for_problem),
+        as t2t-decode's search."""
         super().__init__()
         # The model's variables are tracked, not the Keras model itself: saving
         # a tracked Keras model would also trace its own default signature.
         self.model_variables = list(model.variables)
         self.tokenizer = tokenizer
-        self._decoder = decoder_lib.Decoder(model, hp, xla_compile=False)
+        self._decoder = decoder_lib.Decoder(model, hp, xla_compile=False, constraint=constraint)
         # Built only where `_search` can call it.
         self._xla_decoder = (
-            decoder_lib.Decoder(model, hp, xla_compile=True)
+            decoder_lib.Decoder(model, hp, xla_compile=True, constraint=constraint)
             if xla_max_rows >= hp.beam_size
             else None
         )

@@ -194,8 +194,7 @@ def compare(request: runs.Request) -> str:
     prob = problem_lib.get(problem)
     if split not in prob.evaluation_splits:
         raise ValueError(
-            f"--split: a parsing table scores {' or '.join(prob.evaluation_splits)}, "
-            f"not {split!r}"
+            f"--split: a parsing table scores {' or '.join(prob.evaluation_splits)}, not {split!r}"
         )
     decoder_lib.decode_hparams(search)  # a bad search fails before any training
     keys = parse_rows(models, prob.aligned_targets)
