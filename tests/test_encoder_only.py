@@ -167,8 +167,9 @@ def test_word_dropout_replaces_only_words_by_the_unknown_token_and_only_in_train
 
 @pytest.mark.slow
 def test_the_parsing_table_trains_and_scores_a_tagger_row_on_one_label_per_word(tmp_path):
-    """t2t-compare's parsing table on the tagger row: a run trained (three steps,
-    a checkpoint each), its dev decode (of the average of its 3 checkpoints, as
+    """t2t-compare's parsing table on the tagger row: a run trained (one step
+    more than the rows average, a checkpoint each, though asked to keep one),
+    its dev decode (of the average of its last AVERAGE_LAST checkpoints, as
     the recipe) a tree over every sentence's words, scored and kept."""
     import json
 
@@ -178,9 +179,12 @@ def test_the_parsing_table_trains_and_scores_a_tagger_row_on_one_label_per_word(
     from t2t_lite.reproduction import parsing_table, runs
     from t2t_lite.training import trainer
 
+    last = parsing_table.AVERAGE_LAST
     data = tiny_treebank_data(tmp_path, "parsing_from_files_labels")
     out = tmp_path / "out"
-    config = trainer.TrainConfig(train_steps=3, local_eval_frequency=1, keep_checkpoint_max=1)
+    config = trainer.TrainConfig(
+        train_steps=last + 1, local_eval_frequency=1, keep_checkpoint_max=1
+    )
     request = runs.Request(
         str(out), ["right_branching", "transformer_tagger"], ["parsing_from_files_labels"],
         data, config, ["1"], TINY_PARSER, split="dev", search="beam_size=1",
@@ -192,10 +196,12 @@ def test_the_parsing_table_trains_and_scores_a_tagger_row_on_one_label_per_word(
     assert json.loads((run / "experiment.json").read_text())["model"] == "transformer_encoder"
     kept = json.loads((run / "parse_dev.json").read_text())
     assert kept["figures"]["errors"] == 0 and kept["figures"]["sentences"] == 2
-    assert "average of each run's last 3 checkpoints" in text
-    averaged = run / "averaged" / "model.ckpt-3"
-    sources = json.loads((run / "averaged" / "model.ckpt-3.sources.json").read_text())
-    assert [step for step in (1, 2, 3) if f"model.ckpt-{step}" in json.dumps(sources)] == [1, 2, 3]
+    assert f"average of each run's last {last} checkpoints" in text
+    newest = f"model.ckpt-{last + 1}"
+    averaged = run / "averaged" / newest
+    sources = json.loads((run / "averaged" / f"{newest}.sources.json").read_text())
+    names = [name for name, _ in sources["depends_on"]["sources"]]
+    assert names == [f"model.ckpt-{step}" for step in range(2, last + 2)]
     # The decode read the average, not the newest checkpoint.
     assert checkpoints.fingerprint(str(averaged)) in json.dumps(kept)
-    assert checkpoints.fingerprint(str(run / "model.ckpt-3")) not in json.dumps(kept)
+    assert checkpoints.fingerprint(str(run / newest)) not in json.dumps(kept)
