@@ -24,7 +24,7 @@ import tensorflow as tf
 from t2t_lite import sequences
 from t2t_lite.data import graph_tokenizer
 from t2t_lite.decoding import decoder as decoder_lib
-from t2t_lite.decoding import search
+from t2t_lite.decoding import search, tree_constraint
 
 OK, TRUNCATED, EMPTY = "ok", "truncated", "empty"
 INVALID_UTF8, UNKNOWN_TOKEN = "invalid_utf8", "unknown_token"
@@ -50,7 +50,7 @@ class ServingModule(tf.Module):
         hp: decoder_lib.DecodeHParams,
         vocab_size: int,
         xla_max_rows: int = 0,
-        constraint=None,
+        constraint: tree_constraint.Constraint | None = None,
     ):
         """xla_max_rows: searches of at most this many rows (inputs x beam_size)
         run XLA-compiled, their inputs padded to doubling row counts and lengths

@@ -75,7 +75,6 @@ ENTRIES = {
 # taggers' rows decode the average of a run's last 5 checkpoints
 # (t2t-avg-checkpoints' default count and output).
 AVERAGE_LAST = 5
-AVERAGED_ROWS = ("transformer_tagger", "universal_transformer_tagger")
 BASELINE = "right_branching"
 TABLE = "parsing_table"  # every row
 DEFAULT_SEARCH = runs.DEFAULT_SEARCH
@@ -112,6 +111,11 @@ def parse_rows(models: list[str], aligned: bool = True) -> list[str]:
 def _tags_inputs(entry: Entry) -> bool:
     """Whether the entry's model is a tagger (models/encoder_only.py)."""
     return getattr(registry.MODELS.get(entry.model), "tags_inputs", False)
+
+
+def _averaged(key: str) -> bool:
+    """Whether a row decodes an average of checkpoints (AVERAGE_LAST): the taggers'."""
+    return key in ENTRIES and _tags_inputs(ENTRIES[key])
 
 
 def right_branching(words: list[str], tags: list[str]) -> trees.Tree:
@@ -211,7 +215,7 @@ def compare(request: runs.Request) -> str:
     scores = {}
     for row in rows:
         key = trained[row["entry"]]
-        average = AVERAGE_LAST if key in AVERAGED_ROWS else 0
+        average = AVERAGE_LAST if _averaged(key) else 0
         scores[key] = [
             run_score(d, data_dir, split, search, average) for _, d, _ in seed_stats.runs(row)
         ]
@@ -245,7 +249,7 @@ def markdown(keys: list[str], scores: dict, problem: str, split: str, search: st
         f"F1: labelled brackets by EVALB's rules (COLLINS.prm) on the {sentences} sentences of "
         f"{split}, median [min, max] over seeds; search --decode_hparams={search!r}."
     )
-    if any(key in AVERAGED_ROWS for key in scores):
+    if any(_averaged(key) for key in scores):
         lines.append(
             f"The tagger rows decode the average of each run's last {AVERAGE_LAST} checkpoints."
         )
