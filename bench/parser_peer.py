@@ -32,7 +32,6 @@ named by an absolute path under an empty root).
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -47,7 +46,14 @@ flags.DEFINE_string("problem", "parsing_from_files_xx", "Its parsing problem.")
 flags.DEFINE_string("source", None, "A checkout of nikitakit/self-attentive-parser.")
 flags.DEFINE_string("python", None, "Python of the peer's venv.")
 flags.DEFINE_string("work_dir", None, "Trees, checkpoints, logs and outputs of the peer.")
-flags.DEFINE_float("minutes", 120.0, "Training wall time (the peer runs until it ends).")
+flags.DEFINE_float("minutes", 120.0, "Training budget in minutes of --clock (then SIGTERM).")
+flags.DEFINE_enum(
+    "clock",
+    "wall",
+    ["wall", "cpu"],
+    "What the budget counts: wall-clock time, or CPU time of the peer's processes (the same "
+    "for two trainers sharing a machine with other work: bench/budget.py).",
+)
 flags.DEFINE_integer("layers", 4, "Encoder layers (--num-layers).")
 flags.DEFINE_integer("d_model", 256, "Encoder width (--d-model).")
 flags.DEFINE_integer("d_ff", 1024, "Feed-forward width (--d-ff).")
@@ -135,15 +141,14 @@ def train(paths: dict[str, str], work: str) -> dict:
         "--evalb-dir", os.path.join(FLAGS.source, "EVALB"),
         "--model-path-base", os.path.join(work, "model"),
     ])  # fmt: skip
-    start = time.perf_counter()
+    import budget
+
+    # The peer cannot resume: a stopped run starts over with a fresh budget.
     with open(log_path, "w", encoding="utf-8") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment())
-        try:
-            process.wait(timeout=FLAGS.minutes * 60)
-        except subprocess.TimeoutExpired:
-            process.send_signal(signal.SIGTERM)
-            process.wait()
-    seconds = time.perf_counter() - start
+        used = budget.run(
+            command, FLAGS.minutes, FLAGS.clock, os.path.join(work, "budget.json"),
+            stdout=log, stderr=subprocess.STDOUT, env=environment(),
+        )  # fmt: skip
     with open(log_path, encoding="utf-8") as log:
         text = log.read()
     devs = [float(f) for f, _ in DEV_LINE.findall(text)]
@@ -151,7 +156,9 @@ def train(paths: dict[str, str], work: str) -> dict:
     if not devs:
         raise RuntimeError(f"the peer evaluated no dev checkpoint; see {log_path}")
     return {
-        "train_seconds": round(seconds, 1),
+        "train_seconds": used["seconds"],
+        "train_clock": FLAGS.clock,
+        "train_wall_seconds": used["wall_seconds"],
         "dev_evaluations": len(devs),
         "best_dev_f1": max(devs),
         "steps": len(batches),
@@ -200,15 +207,26 @@ def main(argv):
     import common
 
     os.makedirs(FLAGS.work_dir, exist_ok=True)
+    done = os.path.join(FLAGS.work_dir, "result.json")
+    if os.path.exists(done):  # finished earlier: a queue of runs resumes past it
+        with open(done, encoding="utf-8") as f:
+            print(f.read().strip())
+        return
+    budget_file = os.path.join(FLAGS.work_dir, "budget.json")
+    if os.path.exists(budget_file):
+        os.remove(budget_file)
     paths = write_trees(FLAGS.work_dir)
     result = {"benchmark": "parser_peer", "machine": common.machine(), "problem": FLAGS.problem}
     result["settings"] = {
         "layers": FLAGS.layers, "d_model": FLAGS.d_model, "d_ff": FLAGS.d_ff,
         "batch_size": FLAGS.batch_size, "learning_rate": FLAGS.learning_rate,
-        "minutes": FLAGS.minutes, "seed": FLAGS.seed, "threads": FLAGS.threads,
+        "minutes": FLAGS.minutes, "clock": FLAGS.clock, "seed": FLAGS.seed, "threads": FLAGS.threads,
     }  # fmt: skip
     result.update(train(paths, FLAGS.work_dir))
     result.update(parse_test(paths, FLAGS.work_dir))
+    with open(done + ".tmp", "w", encoding="utf-8") as f:
+        f.write(json.dumps(result) + "\n")
+    os.replace(done + ".tmp", done)
     print(json.dumps(result))
 
 
