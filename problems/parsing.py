@@ -202,7 +202,11 @@ class ParsingProblem(configured.ConfiguredByFiles, text_problem.Text2TextProblem
 
     def text_pairs(self, data_dir: str, split: str):
         for tree, where in self.split_trees(data_dir, split):
-            yield " ".join(tree.words()), self.target(tree), where
+            try:
+                target = self.target(tree)
+            except ValueError as err:  # a tree the problem's target cannot write
+                raise trees.TreeError(f"{where}: {err}") from None
+            yield " ".join(tree.words()), target, where
 
     def gold_paths(self, data_dir: str, split: str) -> tuple[str, str]:
         """(the split's sentences, one per line; its gold trees, one per line)."""
@@ -346,11 +350,41 @@ class ParsingFromFilesLabels(ParsingProblem):
 
     pos = "labels"
     aligned_targets = True  # a tagger (transformer_encoder) reads word i for label i
-    mending = "tree_labels.decode: a missing or malformed label read as a neutral one"
+    mending = (
+        "tree_labels.decode: a missing or malformed label read as a neutral one, an "
+        "unnamed constituent left out, a conflicting label or a count past its bounds ignored"
+    )
 
     def target(self, tree: trees.Tree) -> str:
-        return " ".join(tree_labels.encode(tree))
+        """The tree's labels; ValueError for a tree they cannot describe as it
+        is (a label holding the encoding's separators, or any other tree whose
+        labels do not decode back to it)."""
+        for node in _constituents(tree):
+            for separator in (tree_labels.FIELD, tree_labels.CHAIN):
+                if separator in node.label:
+                    raise ValueError(
+                        f"the label {node.label!r} holds {separator!r}, which the one-label-per-word "
+                        "encoding uses between its parts; rename it in the treebank"
+                    )
+        labels = tree_labels.encode(tree)
+        decoded, mended = tree_labels.decode(labels, tree.words())
+        if mended or trees.linearize(decoded, "normalize") != trees.linearize(tree, "normalize"):
+            raise ValueError(
+                "its one-label-per-word encoding does not decode back to it (as "
+                f"{trees.output_line(decoded)[:80]}...); a tree this problem cannot learn"
+            )
+        return " ".join(labels)
 
     def tree_from(self, symbols: list[str], words: list[str]) -> tuple[trees.Tree, bool]:
         tree, mended = tree_labels.decode(symbols, words)
         return tree, mended > 0
+
+
+def _constituents(tree: trees.Tree):
+    """Every constituent of a tree (not the preterminals), without recursion."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        if not node.is_preterminal:
+            yield node
+            todo.extend(node.children)

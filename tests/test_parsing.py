@@ -339,6 +339,88 @@ def test_bad_treebank_files_get_one_line_and_leave_no_data(tmp_path, text, messa
     assert not [p for p in os.listdir(data) if p.startswith("parsing_from_files-")]
 
 
+def test_a_word_of_any_number_of_clitics_splits_without_recursion():
+    from t2t_lite.data import treebank_text
+
+    words = treebank_text.tokenize("a" + "'s" * 1500)
+    assert words == ["a"] + ["'s"] * 1500
+
+
+def test_a_tag_that_function_tag_stripping_would_empty_is_kept_whole():
+    assert trees.clean_label("=X") == "=X" and trees.clean_label("=2") == "=2"
+    t = trees.preprocess(tree("( (S (=X hello) (NN world) (. .)) )"))
+    # One preterminal per word, and the gold line reads back.
+    assert trees.linearize(t) == "(S =X NN . )S"
+    assert trees.is_tree_over(trees.linearize(t).split(), 3)
+    assert tree(trees.output_line(t)).children[0] == t
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("(S (NP+X (NN a) (NN b)) (VB go) (. .))", "the label 'NP+X' holds '+'"),
+        ("(S (PRT/ADVP (RP up) (RB now)) (VB go) (. .))", "the label 'PRT/ADVP' holds '/'"),
+        # A one-word tree without a constituent: the labels cannot name its root.
+        ("(NN hello)", "does not decode back to it"),
+    ],
+)
+def test_a_tree_the_labels_cannot_describe_is_refused_naming_it(tmp_path, text, message):
+    bank = tmp_path / "bank"
+    write_treebank(
+        bank,
+        {
+            "good.mrg": f"{SENTENCES[0]}\n{text}\n",
+            "good2.mrg": f"{SENTENCES[1]}\n",
+            "good3.mrg": f"{SENTENCES[2]}\n",
+        },
+    )
+    data = tmp_path / "data"
+    done = run_binary(
+        "t2t-datagen",
+        "--problem=parsing_from_files_labels",
+        f"--data_dir={data}",
+        f"--train_files={bank / 'good.mrg'}",
+        f"--dev_files={bank / 'good2.mrg'}",
+        f"--test_files={bank / 'good3.mrg'}",
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert "good.mrg:2: tree 2: " in last and message in last
+    assert not [p for p in os.listdir(data) if p.startswith("parsing_from_files")]
+
+
+def test_a_bare_bracket_is_a_tag_to_the_repair_the_check_and_the_constraint():
+    from t2t_lite.decoding import tree_constraint
+
+    assert not trees.is_open("(") and not trees.is_close(")")
+    assert trees.is_tree_over(["(S", ")", "NN", ")S"], 2)
+    repaired = trees.repair(["(S", ")", "NN", ")S"], ["a", "b"])
+    assert repaired.bracketed() == "(S (-RRB- a) (NN b))"  # the tag ), written as the treebank does
+    constraint = tree_constraint.TreeConstraint(["<pad>", "<EOS>", "(S", ")S", ")", "NN"], "keep")
+    assert constraint.is_tag.numpy().tolist() == [False, False, False, False, True, True]
+
+
+def test_a_tree_search_without_room_for_its_root_is_refused():
+    from t2t_lite.decoding import decoder, tree_constraint
+
+    class Bound:
+        tree_pos = "normalize"
+
+    hp = decoder.decode_hparams("beam_size=1,extra_length=1")
+    with pytest.raises(ValueError, match="extra_length=2 or more"):
+        tree_constraint.for_problem(Bound(), hp)
+    hp = decoder.decode_hparams("beam_size=1,min_length=3")
+    with pytest.raises(ValueError, match="min_length=0"):
+        tree_constraint.for_problem(Bound(), hp)
+
+
+def test_a_repaired_tree_nested_as_deep_as_allowed_reads_back():
+    symbols = ["(S"] * (trees.MAX_DEPTH + 10) + ["NN"]
+    line = trees.output_line(trees.repair(symbols, ["a"]))
+    [(back, _)] = trees.read_trees(line, "out")
+    assert back.words() == ["a"]
+
+
 def test_the_papers_parsing_search_is_a_named_preset():
     from t2t_lite.decoding import decoder
 
@@ -522,6 +604,9 @@ def test_an_input_holding_brackets_decodes_to_a_tree_that_reads_back():
         ),
         ("We\u2019re \u201cdone\u201d \u2014 mostly\u2026", "We 're `` done '' -- mostly ..."),
         ("S&L shares, 62%-owned, fell; why?", "S&L shares , 62%-owned , fell ; why ?"),
+        # The treebank's elisions stay whole.
+        ("It's a rock 'n' roll band.", "It 's a rock 'n' roll band ."),
+        ("That's what `em do.", "That 's what `em do ."),
     ],
 )
 def test_raw_text_is_split_into_words_as_the_treebank_writes_them(text, words):

@@ -54,30 +54,40 @@ def test_trees_are_written_as_the_hand_derived_labels_and_read_back(text, labels
 @pytest.mark.parametrize(
     ("labels", "expected", "mended"),
     [
-        # Nothing written: every pair +0 with no label, the root S, flat.
-        ("", "(S (XX a) (XX b) (XX c))", 3),
+        # Nothing written: every pair +0 with no label (2), no last label (1),
+        # and a root no label names, S (1).
+        ("", "(S (XX a) (XX b) (XX c))", 4),
         # A count below 1 is read as 1; a last word's label before the last
         # word, and no label for the last: each mended once.
         ("-3/NP/ =/", "(NP (XX a) (XX b) (XX c))", 3),
-        # +2 opens two constituents; the upper one is never named: left out,
-        # its children go to the root (named S by the label of b-c).
+        # +2 opens the root and NP over a-b; b-c share the root only (-1),
+        # and its label names it S: the tree as the labels describe it.
         ("+2/NP/ -1/S/ =/", "(S (NP (XX a) (XX b)) (XX c))", 0),
-        ("+2/NP/ +0/NP/ =/", "(S (NP (XX a) (XX b) (XX c)))", 0),
-        # Labels of the wrong kind for their place, and labels past the last word.
-        ("=/ +1/VP/ +1/S/ x y", "(S (XX a) (VP (XX b) (XX c)))", 4),
-        # The first naming of a constituent holds.
-        ("+1/NP/ +0/VP/ =/", "(NP (XX a) (XX b) (XX c))", 0),
+        # +3 opens three levels, the middle one never named: left out (1).
+        ("+3/NP/ -2/S/ =/", "(S (NP (XX a) (XX b)) (XX c))", 1),
+        # The root is never named (NP twice names the level below it): S (1).
+        ("+2/NP/ +0/NP/ =/", "(S (NP (XX a) (XX b) (XX c)))", 1),
+        # Labels of the wrong kind for their place (2), labels past the last
+        # word (2), and the root never named (1).
+        ("=/ +1/VP/ +1/S/ x y", "(S (XX a) (VP (XX b) (XX c)))", 5),
+        # The first naming of a constituent holds; the second, different, is counted.
+        ("+1/NP/ +0/VP/ =/", "(NP (XX a) (XX b) (XX c))", 1),
+        # A count past MAX_SHARED is read as MAX_SHARED (1).
+        (f"+{tree_labels.MAX_SHARED + 1}/NP/ -{tree_labels.MAX_SHARED - 1}/S/ =/", None, None),
     ],
 )
 def test_any_labels_decode_to_a_tree_over_exactly_the_words_counting_what_was_mended(
     labels, expected, mended
 ):
     decoded, count = tree_labels.decode(labels.split(), ["a", "b", "c"])
-    assert decoded.bracketed() == expected
     assert decoded.words() == ["a", "b", "c"]
+    if expected is None:  # the count past its bound: MAX_SHARED levels, 98 unnamed
+        assert count == 1 + tree_labels.MAX_SHARED - 2
+        return
+    assert decoded.bracketed() == expected
     assert count == mended
-    # One word and no chain: a root over it, as trees.repair gives.
-    assert tree_labels.decode(["=/"], ["x"])[0].bracketed() == "(S (XX x))"
+    # One word and no chain: a root over it, as trees.repair gives, counted.
+    assert tree_labels.decode(["=/"], ["x"]) == (trees.Tree("S", [trees.Tree("XX", word="x")]), 1)
 
 
 def test_labels_are_told_apart_from_words_and_other_symbols():
@@ -90,10 +100,11 @@ def test_labels_are_told_apart_from_words_and_other_symbols():
         assert tree_labels.read_last(token) is None, token
 
 
-def test_the_label_search_allows_a_root_keeping_pair_label_then_the_last_then_eos():
-    tokens = ["<pad>", "<EOS>", "+1/S/", "+0/NP/", "-1/S/", "+2/NP/", "=/", "=/NP", "dog"]
+def _allowed_after(tokens: list[str], words: int):
+    """written labels -> the set the label constraint allows next, for a
+    sentence of `words` words (hand-derived goldens below)."""
     ids = {token: i for i, token in enumerate(tokens)}
-    inputs = tf.constant([[8, 8, 8, 1]])  # three words, EOS
+    inputs = tf.constant([[len(tokens) - 1] * words + [1]])  # the last token as each word, EOS
     constraint = tree_constraint.LabelConstraint(tokens)
 
     def allowed_after(written: str) -> set[str]:
@@ -102,13 +113,45 @@ def test_the_label_search_allows_a_root_keeping_pair_label_then_the_last_then_eo
             state = constraint.advance(state, tf.constant([ids[symbol]]))
         return {tokens[i] for i in np.flatnonzero(constraint.allowed(state).numpy()[0])}
 
-    assert allowed_after("") == {"+1/S/", "+2/NP/"}  # a first count of 1 or more
-    assert allowed_after("+1/S/") == {"+1/S/", "+0/NP/", "+2/NP/"}  # not below 1
-    assert allowed_after("+2/NP/") == {"+1/S/", "+0/NP/", "-1/S/", "+2/NP/"}
-    assert allowed_after("+2/NP/ -1/S/") == {"=/", "=/NP"}  # the last word's
+    return allowed_after
+
+
+def test_the_label_search_allows_only_labels_that_decode_as_they_stand():
+    tokens = ["<pad>", "<EOS>", "+1/S/", "+0/NP/", "-1/S/", "+2/NP/", "=/", "=/NP", "dog"]
+    allowed_after = _allowed_after(tokens, 3)  # two word labels, then the last word's
+    # A first count of 1 or more; +2 leaves the root unnamed, and one label is left to name it.
+    assert allowed_after("") == {"+1/S/", "+2/NP/"}
+    # The root is S: +0/NP/ would name it again otherwise, +2/NP/ leave a level
+    # unnamed with no label left; -1 would share nothing.
+    assert allowed_after("+1/S/") == {"+1/S/"}
+    # NP over the first two words, the root unnamed: only the label that names
+    # it as NP closes (-1/S/) is left.
+    assert allowed_after("+2/NP/") == {"-1/S/"}
+    assert allowed_after("+2/NP/ -1/S/") == {"=/", "=/NP"}  # every level named: the last word's
     assert allowed_after("+2/NP/ -1/S/ =/NP") == {"<EOS>"}
+    for written in ("+1/S/ +1/S/ =/", "+2/NP/ -1/S/ =/NP"):
+        assert tree_labels.decode(written.split(), ["a", "b", "c"])[1] == 0
+    # One word: its chain is the root, so the last label must have one.
+    assert _allowed_after(tokens, 1)("") == {"=/NP"}
     with pytest.raises(ValueError, match="no word labels"):
         tree_constraint.LabelConstraint(["<pad>", "<EOS>", "(S", ")S", "XX"])
+
+
+def test_the_label_search_falls_back_to_the_shape_where_the_vocabulary_cannot_name_a_level():
+    tokens = ["<pad>", "<EOS>", "+2/NP/", "+0/NP/", "=/", "dog"]
+    allowed_after = _allowed_after(tokens, 3)
+    assert allowed_after("") == {"+2/NP/"}
+    # No label can name the root now (a -1 is not in the vocabulary): rather
+    # than dead-end, the row allows every label that keeps the count in bounds.
+    assert allowed_after("+2/NP/") == {"+2/NP/", "+0/NP/"}
+
+
+def test_the_label_search_bounds_the_count_of_shared_constituents():
+    tokens = ["<pad>", "<EOS>", "+1/NP/", "+0/NP/", "-1/NP/", "=/", "dog"]
+    allowed_after = _allowed_after(tokens, tree_labels.MAX_SHARED + 5)
+    deepest = " ".join(["+1/NP/"] * tree_labels.MAX_SHARED)
+    assert "+1/NP/" in allowed_after(" ".join(["+1/NP/"] * (tree_labels.MAX_SHARED - 1)))
+    assert allowed_after(deepest) == {"+0/NP/", "-1/NP/"}
 
 
 def test_the_labels_problem_writes_labels_and_decodes_any_output_to_a_tree(tmp_path, caplog):

@@ -18,10 +18,16 @@ so -1; barks and . share S: +0, and barks's VP is its unary chain; the last
 word has none.) Tags are not labels: a decoded tree's words are tagged XX.
 
 Every label sequence decodes to a tree over exactly its words (`decode`): a
-count below 1 is read as 1, a shared constituent no label names is left
-out (its children go to its parent), a root no label names is `S`, and a
-missing or malformed label reads as "+0, no label, no chain" (or, for the
-last word, no chain); what the decode had to mend is counted (`mended`).
+count below 1 is read as 1 and one above MAX_SHARED as MAX_SHARED, a shared
+constituent no label names is left out (its children go to its parent), a
+second, different label for a constituent already named is ignored, a root
+no label names is `S`, and a missing or malformed label reads as "+0, no
+label, no chain" (or, for the last word, no chain). Each of these changes
+the tree the labels describe, and each is counted (`mended`): a sequence
+decodes with a count of 0 exactly when it describes its tree as written.
+The encoding of a treebank tree decodes with 0 (the parsing problem refuses
+one that does not) and so does every sequence a label-constrained search
+writes (decoding/tree_constraint.py).
 """
 
 import re
@@ -35,6 +41,9 @@ CHAIN = "+"
 LAST = "="
 # The label of a root that no decoded label names.
 DEFAULT_ROOT = trees.REPAIR_ROOT
+# The most constituents two words may share: half the levels an output tree
+# may nest, the other half left to the unary chains on them.
+MAX_SHARED = trees.CONSTITUENT_LEVELS // 2
 
 _PAIR = re.compile(r"^([+-]\d+)/([^/\s]+)/([^/\s]*)$")
 _LAST = re.compile(r"^=/([^/\s]*)$")
@@ -130,21 +139,25 @@ class _Open:
         self.children: list = []
 
 
-def _built(node, root: bool) -> list[trees.Tree]:
+def _built(node, root: bool, unnamed: list[int]) -> list[trees.Tree]:
     """An _Open and what it holds -> trees; an unnamed constituent gives its
-    children (an unnamed root: DEFAULT_ROOT)."""
+    children (an unnamed root: DEFAULT_ROOT), and is counted in unnamed[0]."""
     if isinstance(node, trees.Tree):
         return [node]
-    children = [tree for child in node.children for tree in _built(child, False)]
-    if node.label is None and not root:
-        return children
+    children = [tree for child in node.children for tree in _built(child, False, unnamed)]
+    if node.label is None:
+        unnamed[0] += 1
+        if not root:
+            return children
     return [_chained(node.label or DEFAULT_ROOT, children)]
 
 
 def decode(labels: list[str], words: list[str]) -> tuple[trees.Tree, int]:
-    """Labels (any tokens) -> (a tree over exactly `words`, how many labels
-    were mended: missing, malformed or of the wrong kind for their place, with
-    a count below 1, or past the last word). Module docstring."""
+    """Labels (any tokens) -> (a tree over exactly `words`, how many changes
+    the decode made to what the labels describe: labels missing, malformed or
+    of the wrong kind for their place, past the last word, with a count below
+    1 or above MAX_SHARED, naming a constituent already named otherwise; and
+    constituents no label names, the root included). Module docstring."""
     count = len(words)
     mended = max(0, len(labels) - count)
     path: list[_Open] = []  # the constituents open over the current word, root first
@@ -155,8 +168,8 @@ def decode(labels: list[str], words: list[str]) -> tuple[trees.Tree, int]:
         if i < count - 1:
             pair = read_pair(token)
             change, label, chain = pair if pair is not None else (0, None, "")
-            shared = max(1, before + change)
-            mended += pair is None or before + change < 1
+            shared = min(max(1, before + change), MAX_SHARED)
+            mended += pair is None or shared != before + change
         else:
             chain = read_last(token)
             mended += chain is None
@@ -174,12 +187,18 @@ def decode(labels: list[str], words: list[str]) -> tuple[trees.Tree, int]:
             path[-1].children.append(leaf)
         else:
             root = leaf
-        if label is not None and path[shared - 1].label is None:
-            path[shared - 1].label = label
+        if label is not None:
+            named = path[shared - 1]
+            if named.label is None:
+                named.label = label
+            else:
+                mended += named.label != label
         before = shared
     if root is None:
         raise ValueError("no words to decode a tree over")
-    (tree,) = _built(root, True)
+    unnamed = [0]
+    (tree,) = _built(root, True, unnamed)
     if tree.is_preterminal:  # one word without a chain: a root over it, as trees.repair
         tree = trees.Tree(DEFAULT_ROOT, [tree])
-    return tree, mended
+        unnamed[0] += 1
+    return tree, mended + unnamed[0]

@@ -88,6 +88,9 @@ _TYPOGRAPHIC = {
 }
 _CLITIC = re.compile(r"(?i)^(.+?)(n't|'s|'re|'ve|'ll|'d|'m)$")
 _INITIALS = re.compile(r"^([A-Za-z]\.)+$")
+# Elisions the treebank writes as one word with their quotes: 'n' ("rock 'n'
+# roll") and a backquoted `em / `til / `cause; kept whole.
+_ELISION = re.compile(r"(?i)^(?:'n'|`(?:em|til|cause|n))$")
 
 
 def tokenize(text: str) -> list[str]:
@@ -118,6 +121,8 @@ def _split_word(word: str) -> list[str]:
     before: list[str] = []
     after: list[str] = []
     # An opening single quote before a letter, not a clitic or an elision ('s, '90s, 'em).
+    if _ELISION.match(word):  # the treebank's own words: 'n' (rock 'n' roll), `em
+        return [word]
     elided = re.match(r"(?i)'(em|tis|twas|n)$", word)
     opening = len(word) > 1 and word[0] == "'" and word[1].isalpha()
     if opening and not elided and not _CLITIC.match("x" + word):
@@ -134,12 +139,14 @@ def _split_word(word: str) -> list[str]:
 
 
 def _clitics(word: str) -> list[str]:
-    """did|n't, John|'s, ca|n't (can't: the lazy stem), it|'s; a clitic alone stays."""
-    match = _CLITIC.match(word)
-    if not match:
-        return [word]
-    stem, clitic = match.groups()
-    return [*_clitics(stem), clitic]
+    """did|n't, John|'s, ca|n't (can't: the lazy stem), it|'s; a clitic alone
+    stays. Clitics come off the end one at a time, in a loop: a word of any
+    number of them (`a's's's...`) costs no recursion."""
+    clitics: list[str] = []
+    while match := _CLITIC.match(word):
+        word, clitic = match.groups()
+        clitics.append(clitic)
+    return [word, *reversed(clitics)]
 
 
 def _final_period(words: list[str]) -> list[str]:

@@ -37,6 +37,11 @@ POS_MODES = ("keep", "normalize", "word")
 # The deepest nesting a tree may have: the WSJ's deepest trees are about 40
 # levels; the recursive walks below stay far inside Python's recursion limit.
 MAX_DEPTH = 200
+# The constituents an output tree may nest: MAX_DEPTH less the TOP wrapper
+# `output_line` adds and the preterminal at the bottom, so that whatever a
+# search or a repair writes reads back (the constraints and the label decode
+# take their depth from here).
+CONSTITUENT_LEVELS = MAX_DEPTH - 2
 # Words quoted in an error message are cut to this many characters.
 QUOTED_CHARACTERS = 40
 
@@ -171,11 +176,12 @@ def read_trees(text: str, source: str) -> Iterator[tuple[Tree, int]]:
 def clean_label(label: str) -> str:
     """A label without function tags or indices: NP-SBJ-1 -> NP, NP=2 -> NP.
 
-    Labels that start with "-" (-NONE-, -LRB-, -RRB-) are kept whole.
+    Labels that start with "-" (-NONE-, -LRB-, -RRB-) are kept whole, and so
+    is a label that stripping would empty (`=X`, `=2`): a tag must stay a tag.
     """
     if label.startswith("-"):
         return label
-    return re.split(r"[-=]", label, maxsplit=1)[0]
+    return re.split(r"[-=]", label, maxsplit=1)[0] or label
 
 
 def preprocess(tree: Tree) -> Tree | None:
@@ -217,6 +223,16 @@ def linearize(tree: Tree, pos: str = "keep") -> str:
     return " ".join(symbols)
 
 
+def is_open(symbol: str) -> bool:
+    """`(X`: a linearized symbol that opens constituent X (a bare `(` is a tag)."""
+    return symbol.startswith("(") and len(symbol) > 1
+
+
+def is_close(symbol: str) -> bool:
+    """`)X`: a linearized symbol that closes constituent X (a bare `)` is a tag)."""
+    return symbol.startswith(")") and len(symbol) > 1
+
+
 def is_tree_over(symbols: list[str], word_count: int) -> bool:
     """Whether linearized symbols are one tree over exactly `word_count` words as
     they stand: each close the innermost open's (`)X` for `(X`), no empty
@@ -225,13 +241,13 @@ def is_tree_over(symbols: list[str], word_count: int) -> bool:
     stack: list[list] = []  # [label, has a child]
     roots = words = 0
     for symbol in symbols:
-        if symbol.startswith("(") and len(symbol) > 1:
+        if is_open(symbol):
             if not stack and roots:
                 return False
             if stack:
                 stack[-1][1] = True
             stack.append([symbol[1:], False])
-        elif symbol.startswith(")") and len(symbol) > 1:
+        elif is_close(symbol):
             if not stack or stack[-1][0] != symbol[1:] or not stack[-1][1]:
                 return False
             stack.pop()
@@ -248,10 +264,11 @@ def repair(symbols: list[str], words: list[str]) -> Tree:
     """A well-formed tree over exactly `words`, from any sequence of output symbols.
 
     The symbols are read left to right with a stack of open constituents:
-    `(X` opens X; `)X` (any label) or `)` closes the innermost open one and is
-    dropped when none is open; any other symbol is a preterminal whose tag is
-    the symbol and whose word is the next input word, dropped when every word
-    is placed. An open past MAX_DEPTH is dropped. Words left over at the end are appended, tagged `XX`, to the
+    `(X` opens X; `)X` (any label) closes the innermost open one and is
+    dropped when none is open (`is_open`, `is_close`); any other symbol, a bare
+    `(` or `)` too, is a preterminal whose tag is the symbol and whose word is
+    the next input word, dropped when every word is placed. An open past
+    CONSTITUENT_LEVELS is dropped. Words left over at the end are appended, tagged `XX`, to the
     outermost open constituent (or the root). Open constituents are closed at
     the end, constituents that hold no word are removed, and several top-level
     pieces (or none) are put under one `S`. The result is wrapped in `(TOP ...)`
@@ -261,14 +278,14 @@ def repair(symbols: list[str], words: list[str]) -> Tree:
     stack = [root]
     placed = dropped = 0
     for symbol in symbols:
-        if symbol.startswith("(") and len(symbol) > 1:
-            if len(stack) > MAX_DEPTH:  # deeper than any tree: dropped with its close
+        if is_open(symbol):
+            if len(stack) > CONSTITUENT_LEVELS:  # deeper than any tree: dropped with its close
                 dropped += 1
                 continue
             node = Tree(symbol[1:])
             stack[-1].children.append(node)
             stack.append(node)
-        elif symbol.startswith(")"):
+        elif is_close(symbol):
             if dropped:
                 dropped -= 1
             elif len(stack) > 1:

@@ -133,6 +133,12 @@ def search_report(outputs: list[list[tuple[list[int], float]]], seconds: float) 
     )
 
 
+# What one line's text can raise on its way through the problem's input and
+# output handling (a tokenizer, a tree built from the output), as opposed to
+# the model or the machine: an interactive session answers the line and goes on.
+LINE_ERRORS = (ValueError, RecursionError)
+
+
 def decode_interactive(
     decoder: decoder_lib.Decoder,
     problem: problem_lib.Problem,
@@ -151,13 +157,18 @@ def decode_interactive(
             except UnicodeDecodeError:
                 print(f"error: <stdin>:{number}: not valid UTF-8", file=stdout, flush=True)
                 continue
-        [line] = problem.input_lines([line.rstrip("\r\n")], decoder.hp)
-        inputs, errors = encode_lines(problem, [line], "<stdin>", number)
-        if errors:
-            print(f"error: {errors[0]}", file=stdout, flush=True)
+        try:
+            [line] = problem.input_lines([line.rstrip("\r\n")], decoder.hp)
+            inputs, errors = encode_lines(problem, [line], "<stdin>", number)
+            if errors:
+                print(f"error: {errors[0]}", file=stdout, flush=True)
+                continue
+            hypotheses = decoder.decode_ids(inputs, "<stdin>", number)[0]
+            text = format_hypotheses(problem, hypotheses, decoder.hp, line)
+        except LINE_ERRORS as err:  # this line's input or output: the session goes on
+            reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            print(f"error: <stdin>:{number}: {reason}", file=stdout, flush=True)
             continue
-        hypotheses = decoder.decode_ids(inputs, "<stdin>", number)[0]
-        text = format_hypotheses(problem, hypotheses, decoder.hp, line)
         print(text, file=stdout, flush=True)
 
 

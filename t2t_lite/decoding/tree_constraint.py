@@ -12,8 +12,8 @@ cache (so beam search reorders it with the hypotheses):
 
 Allowed next symbols:
 
-- an open `(X`: while a word is left to write, the depth is below MAX_DEPTH
-  and the output limit leaves room for it, its close, the other open levels'
+- an open `(X`: while a word is left to write, the depth is below
+  trees.CONSTITUENT_LEVELS (so that the tree reads back) and the output limit leaves room for it, its close, the other open levels'
   closes and the words left; not after the root has closed (one root);
 - the close of the innermost open constituent (`)X` for `(X`, nothing else):
   unless it would close an empty constituent (the last symbol opened it), or
@@ -24,23 +24,40 @@ Allowed next symbols:
 - EOS: once the root has closed (then every word is written).
 
 There is always an allowed symbol, so the search never dead-ends, and the
-output limit (input length + extra_length, extra_length >= 2) leaves room
-to finish every tree it allows.
+output limit (input length + extra_length, extra_length >= 2: `for_problem`
+refuses less, and a min_length, which would forbid the EOS a finished tree
+needs) leaves room to finish every tree it allows.
 
 A problem whose trees are one label per word (`tree_pos` "labels",
-data/tree_labels.py) is held by `LabelConstraint`: a word's label (one that
-keeps the count of shared constituents at 1 or more) for every word but the
-last, then a last word's label, then EOS; every such sequence decodes to a
-tree without mending.
+data/tree_labels.py) is held by `LabelConstraint` to sequences that decode
+as they stand (tree_labels.decode counts no change): a word's label for
+every word but the last, then a last word's label, then EOS, where each
+word's label
+
+- keeps the count of shared constituents within [1, tree_labels.MAX_SHARED];
+- closes only constituents a label has named (one that ends unnamed would
+  be left out);
+- names its lowest shared constituent with that constituent's name if a
+  label named it before (a second name would be ignored);
+- leaves no more unnamed open constituents (the root among them) than
+  words' labels are left to name them, one each; and the last word's label
+  comes when none is left unnamed (for a sentence of one word, a label with
+  a chain: the root).
+
+The last rule counts one label per name; if the vocabulary lacks the label
+a hypothesis would need (a count change never seen in training), no label
+keeps a row to these rules, and that row falls back to the shape alone
+(count within its bounds, the last label last): the search never dead-ends,
+and what the decode then changes, it counts.
 """
 
 import numpy as np
 import tensorflow as tf
 
 from t2t_lite import sequences
-from t2t_lite.data import tree_labels
+from t2t_lite.data import tree_labels, trees
 
-MAX_DEPTH = 64  # deeper than any treebank tree (the WSJ's deepest: about 40)
+MAX_DEPTH = trees.CONSTITUENT_LEVELS  # open constituents a linearized output may nest
 KEY = "tree_constraint"  # its entry in the decode cache
 PREDICTIONS = ("keep", "normalize", "word")  # as trees.POS_MODES
 
@@ -70,10 +87,10 @@ class TreeConstraint(Constraint):
         close_of = np.full(size, -1, np.int32)
         is_close = np.zeros(size, bool)
         for i, token in enumerate(tokens):
-            if token.startswith("(") and len(token) > 1:
+            if trees.is_open(token):
                 is_open[i] = True
                 close_of[i] = index.get(")" + token[1:], -1)
-            elif token.startswith(")") and len(token) > 1:
+            elif trees.is_close(token):
                 is_close[i] = True
         # An open whose close is not in the vocabulary could never be closed.
         is_open &= close_of >= 0
@@ -135,7 +152,7 @@ class TreeConstraint(Constraint):
         # An open needs room for itself, its close, the closes of the levels
         # open and the words left, within the output limit (the root always).
         room = state["emitted"] + 2 + depth + (words - placed) <= state["limit"]
-        open_ok = left & (depth < MAX_DEPTH - 1) & ~root_done & (room | (state["emitted"] == 0))
+        open_ok = left & (depth < MAX_DEPTH) & ~root_done & (room | (state["emitted"] == 0))
         close_ok = (depth > 0) & (state["last_open"] == 0) & ~((depth == 1) & left)
         shift_ok = left & (depth > 0)
         eos_ok = root_done & ~left
@@ -159,51 +176,119 @@ class LabelConstraint(Constraint):
     """The masks and state updates for labels, one per word (module docstring),
     over one vocabulary (`tokens`, in id order). State per hypothesis: the
     input's words, the labels written, the constituents shared by the last
-    pair (its `shared`)."""
+    pair (its `shared`), and the name of each open level (`names` [N, D + 1],
+    column k for level k, 0 while unnamed; column 0 unused)."""
 
     def __init__(self, tokens: list[str]):
         size = len(tokens)
         is_pair = np.zeros(size, bool)
         is_last = np.zeros(size, bool)
         change = np.zeros(size, np.int32)
+        name = np.zeros(size, np.int32)  # a pair label's constituent name, 1-based
+        chained = np.zeros(size, bool)  # a last word's label with a unary chain
+        names: dict[str, int] = {}
         for i, token in enumerate(tokens):
             if (pair := tree_labels.read_pair(token)) is not None:
                 is_pair[i] = True
                 change[i] = pair[0]
-            elif tree_labels.read_last(token) is not None:
+                name[i] = names.setdefault(pair[1], len(names) + 1)
+            elif (chain := tree_labels.read_last(token)) is not None:
                 is_last[i] = True
+                chained[i] = bool(chain)
         if not is_pair.any() or not is_last.any():
             raise ValueError("the vocabulary has no word labels (tree_labels) to hold a search to")
         self.is_pair = tf.constant(is_pair)
         self.is_last = tf.constant(is_last)
         self.change = tf.constant(change)
+        self.name = tf.constant(name)
+        self.chained = tf.constant(chained)
         self.vocab_size = size
+        self.levels = tree_labels.MAX_SHARED
 
     def initial_state(self, inputs: tf.Tensor, extra_length: int) -> dict[str, tf.Tensor]:
         """inputs [B, S] (EOS-terminated, PAD after) -> the state before any label."""
         del extra_length  # the output is exactly as long as the input
-        zeros = tf.zeros([tf.shape(inputs)[0]], tf.int32)
-        return {"words": sequences.symbol_lengths(inputs), "placed": zeros, "shared": zeros}
+        rows = tf.shape(inputs)[0]
+        zeros = tf.zeros([rows], tf.int32)
+        return {
+            "words": sequences.symbol_lengths(inputs),
+            "placed": zeros,
+            "shared": zeros,
+            "names": tf.zeros([rows, self.levels + 1], tf.int32),  # [B, D + 1]
+        }
 
     def advance(self, state: dict, ids: tf.Tensor) -> dict:
         """The state after symbols ids [N] (PAD, the start symbol, changes nothing)."""
         real = (ids != sequences.PAD_ID) & (ids != sequences.EOS_ID)  # [N]
+        before = state["shared"]
+        # A last word's label (change 0, not a pair) ends every level: shared 0.
+        shared = tf.where(tf.gather(self.is_pair, ids), before + tf.gather(self.change, ids), 0)
+        shared = tf.where(real, shared, before)  # [N]
+        level = tf.range(self.levels + 1)[tf.newaxis]  # [1, D + 1]
+        # Levels up to min(before, shared) stay open with their names; the rest
+        # closed (above shared) or are new (above before): unnamed.
+        kept = level <= tf.minimum(before, shared)[:, tf.newaxis]
+        names = tf.where(kept, state["names"], 0)
+        # The pair's name goes to its lowest shared level if that has none.
+        at = (
+            (level == shared[:, tf.newaxis])
+            & (names == 0)
+            & tf.gather(self.is_pair, ids)[:, tf.newaxis]
+        )
+        names = tf.where(at, tf.gather(self.name, ids)[:, tf.newaxis], names)
         return {
             **state,
             "placed": state["placed"] + tf.cast(real, tf.int32),
-            "shared": state["shared"] + tf.where(real, tf.gather(self.change, ids), 0),
+            "shared": shared,
+            "names": tf.where(real[:, tf.newaxis], names, state["names"]),
         }
 
     def allowed(self, state: dict) -> tf.Tensor:
-        """[N, V] True where a label keeps the output a tree (module docstring)."""
+        """[N, V] True where a label keeps the output a tree that decodes as it
+        stands (module docstring)."""
         left = (state["words"] - state["placed"])[:, tf.newaxis]  # [N, 1]
-        keeps_a_root = state["shared"][:, tf.newaxis] + self.change[tf.newaxis] >= 1  # [N, V]
+        before = state["shared"][:, tf.newaxis]  # [N, 1]
+        names = state["names"]  # [N, D + 1]
+        shared = before + self.change[tf.newaxis]  # [N, V]
+        in_bounds = (shared >= 1) & (shared <= self.levels)
         vocab = tf.range(self.vocab_size)[tf.newaxis]  # [1, V]
-        return (
-            (self.is_pair[tf.newaxis] & keeps_a_root & (left >= 2))
+        relaxed = (
+            (self.is_pair[tf.newaxis] & in_bounds & (left >= 2))
             | (self.is_last[tf.newaxis] & (left == 1))
             | ((vocab == sequences.EOS_ID) & (left <= 0))
         )
+        level = tf.range(self.levels + 1)[tf.newaxis]  # [1, D + 1]
+        unnamed = (names == 0) & (level >= 1) & (level <= before)  # [N, D + 1] open, unnamed
+        highest_unnamed = tf.reduce_max(tf.where(unnamed, level, 0), axis=1, keepdims=True)
+        unnamed_below = tf.cumsum(tf.cast(unnamed, tf.int32), axis=1)  # [N, D + 1]: levels 1..k
+        clipped = tf.clip_by_value(shared, 0, self.levels)  # [N, V]
+        name_there = tf.gather(names, clipped, batch_dims=1)  # [N, V]
+        stays = shared <= before  # the lowest shared level was open already
+        consistent = ~stays | (name_there == 0) | (name_there == self.name[tf.newaxis])
+        # Open levels left unnamed after the label: those below it, less the one it
+        # names, plus the new ones it opens above the old count but below its own.
+        unnamed_after = (
+            tf.gather(unnamed_below, tf.minimum(clipped, before), batch_dims=1)
+            - tf.cast(stays & (name_there == 0), tf.int32)
+            + tf.maximum(shared - before - 1, 0)
+        )
+        pairs_after = left - 2  # word labels still to come after this one
+        strict = (
+            relaxed
+            & ~(
+                self.is_pair[tf.newaxis]
+                & ~((shared >= highest_unnamed) & consistent & (unnamed_after <= pairs_after))
+            )
+            & ~(self.is_last[tf.newaxis] & (highest_unnamed > 0))
+            # One word alone: its chain is the root, so it must have one.
+            & ~(
+                self.is_last[tf.newaxis]
+                & ~self.chained[tf.newaxis]
+                & (state["words"] == 1)[:, tf.newaxis]
+            )
+        )
+        possible = tf.reduce_any(strict, axis=1, keepdims=True)  # [N, 1]
+        return tf.where(possible, strict, relaxed)
 
 
 def for_problem(problem, hp) -> Constraint | None:
@@ -212,7 +297,12 @@ def for_problem(problem, hp) -> Constraint | None:
     is off; None for other problems."""
     if problem is None or problem.tree_pos is None or not hp.tree_constraint:
         return None
-    tokens = problem.graph_tokenizer("").vocabulary()
     if problem.tree_pos == "labels":
-        return LabelConstraint(tokens)
-    return TreeConstraint(tokens, problem.tree_pos)
+        return LabelConstraint(problem.graph_tokenizer("").vocabulary())
+    if hp.extra_length < 2 or hp.min_length > 0:
+        raise ValueError(
+            "a tree-constrained search needs decode_hparams extra_length=2 or more (the "
+            "root's brackets) and min_length=0 (a finished tree ends there), not "
+            f"extra_length={hp.extra_length}, min_length={hp.min_length}; or tree_constraint=False"
+        )
+    return TreeConstraint(problem.graph_tokenizer("").vocabulary(), problem.tree_pos)
