@@ -205,6 +205,15 @@ def test_t2t_evalb_prints_one_json_line_and_refuses_unequal_files(tmp_path):
     done = run_binary("t2t-evalb", f"--gold_file={gold}", f"--test_file={test}", "--gold_tags")
     tagged = json.loads(done.stdout)
     assert tagged["errors"] == 0 and tagged["f1"] == 100.0 and tagged["exact_match"] == 100.0
+    assert "scored with the test line's own tags" not in done.stderr
+    # A gold line EVALB reads but the project's reader does not (a no-break
+    # space inside a word): --gold_tags cannot tag it, and says so by line.
+    gold.write_text(GOLD + "\n(TOP (S (DT a\u00a0b) (NN c) (. .)))\n", encoding="utf-8")
+    test.write_text(GOLD + "\n(TOP (S (XX a\u00a0b) (XX c) (XX .)))\n", encoding="utf-8")
+    done = run_binary("t2t-evalb", f"--gold_file={gold}", f"--test_file={test}", "--gold_tags")
+    assert done.returncode == 0, done.stderr
+    assert "line 2: the gold line is not a tree the reader takes" in done.stderr
+    assert "scored with the test line's own tags" in done.stderr
 
 
 def write_treebank(folder, names_and_trees):

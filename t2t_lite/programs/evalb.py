@@ -35,9 +35,16 @@ def main(argv):
         pair = ("gold_file", FLAGS.gold_file), ("test_file", FLAGS.test_file)
 
         def score_lines(gold, test):
-            return evalb.score_lines(
-                gold, evalb.with_gold_tags(gold, test) if FLAGS.gold_tags else test
-            )
+            if not FLAGS.gold_tags:
+                return evalb.score_lines(gold, test)
+            tagged, untagged = evalb.gold_tagged(gold, test)
+            for note in untagged[:10]:
+                logging.warning("line %s: scored with the test line's own tags", note)
+            if len(untagged) > 10:
+                logging.warning(
+                    "... %d line(s) in all scored without the gold tags.", len(untagged)
+                )
+            return evalb.score_lines(gold, tagged)
 
         result = aligned.score_files(*pair, score_lines)
         for problem in result["problems"][:10]:

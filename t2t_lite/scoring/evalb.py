@@ -270,20 +270,40 @@ def with_gold_tags(gold_lines: list[str], test_lines: list[str]) -> list[str]:
     scored on every sentence: EVALB deletes punctuation by its tag and drops a
     sentence whose lengths then differ (a comma tagged NN, or every tag XX),
     and tags are a tagger's business. A line that is not a tree, or whose
-    words differ in number from the gold's, is left as it is (EVALB counts it)."""
-    tagged = []
-    for gold_line, test_line in zip(gold_lines, test_lines, strict=True):
-        try:
-            [(gold, _)] = trees.read_trees(gold_line, "gold")
-            [(test, _)] = trees.read_trees(test_line, "test")
-        except (trees.TreeError, ValueError):
+    words differ in number from the gold's, is left as it is (EVALB counts it);
+    `gold_tagged` also says which and why."""
+    return gold_tagged(gold_lines, test_lines)[0]
+
+
+def gold_tagged(gold_lines: list[str], test_lines: list[str]) -> tuple[list[str], list[str]]:
+    """(with_gold_tags' lines, one note per line left with the test's own tags:
+    "N: why", N counting from 1)."""
+    tagged, untagged = [], []
+    for number, (gold_line, test_line) in enumerate(zip(gold_lines, test_lines, strict=True), 1):
+        gold, why = _one_tree(gold_line, "gold")
+        test, test_why = _one_tree(test_line, "test") if gold else (None, "")
+        if gold is None or test is None:
+            untagged.append(f"{number}: {why or test_why}")
             tagged.append(test_line)
             continue
         leaves, tags = test.preterminals(), gold.tags()
         if len(leaves) != len(tags):
+            untagged.append(f"{number}: {len(leaves)} test words against {len(tags)} gold tags")
             tagged.append(test_line)
             continue
         for leaf, tag in zip(leaves, tags, strict=True):
             leaf.label = tag
         tagged.append(test.bracketed())
-    return tagged
+    return tagged, untagged
+
+
+def _one_tree(line: str, which: str) -> tuple[trees.Tree | None, str]:
+    """(the line's one tree, "") or (None, why the project's reader refuses it)."""
+    try:
+        read = list(trees.read_trees(line, which))
+    except trees.TreeError as err:
+        reason = str(err).split(": ", 2)[-1]
+        return None, f"the {which} line is not a tree the reader takes ({reason})"
+    if len(read) != 1:
+        return None, f"the {which} line holds {len(read)} trees, not one"
+    return read[0][0], ""
