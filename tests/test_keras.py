@@ -414,3 +414,36 @@ def test_checkpoints_written_before_the_keras_ops_layers_restore_to_the_same_log
     logits, _ = model.logits_and_aux(features, training=False)
     expected = np.load(os.path.join(here, case, "logits.npy"))
     np.testing.assert_allclose(logits.numpy(), expected, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"vocab_size": 10**10}, "vocab_size must be an int from 1 to 4,194,304, got 10000000000"),
+        ({"vocab_size": -5}, "vocab_size must be an int from 1 to 4,194,304, got -5"),
+        ({"vocab_size": "12"}, "vocab_size must be an int"),
+        ({"hparams": None}, "config has no 'hparams' dict"),
+    ],
+)
+def test_a_tampered_keras_files_config_is_refused_before_any_variable(tmp_path, change, message):
+    import zipfile
+
+    import t2t_lite.models  # noqa: F401  (registers the models and hparams sets)
+
+    model = registry.MODELS.get("transformer")(registry.HPARAMS.get("transformer_test")(), 12)
+    model.build_variables()
+    path, bad = tmp_path / "t.keras", tmp_path / "bad.keras"
+    model.save(path)
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(bad, "w") as target:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            if item.filename == "config.json":
+                config = json.loads(data)
+                config["config"].update(change)
+                if change.get("hparams", 1) is None:
+                    del config["config"]["hparams"]
+                data = json.dumps(config).encode()
+            target.writestr(item, data)
+    with pytest.raises(Exception, match=message) as caught:
+        keras.models.load_model(bad)
+    assert "OOM" not in str(caught.value)

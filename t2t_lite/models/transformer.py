@@ -15,6 +15,16 @@ from t2t_lite import registry, sequences
 from t2t_lite.layers import embedding, facts, masks, transformer_layers
 from t2t_lite.models import input_labels, positions, transformer_hparams
 
+# The largest vocabulary a model is made for: far above any subword or word
+# vocabulary, far below a size whose embedding no machine holds (a .keras
+# file's config is checked against it before a variable is made).
+MAX_VOCAB_SIZE = 1 << 22
+
+
+def _is_count(value) -> bool:
+    """An int (a numpy integer too), not a bool."""
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
 
 def shift_right(targets):
     """Decoder inputs: targets delayed one step, PAD (0) as the start symbol. [B, T]."""
@@ -46,6 +56,10 @@ class Transformer(keras.Model):
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if not _is_count(vocab_size) or not 1 <= vocab_size <= MAX_VOCAB_SIZE:
+            raise ValueError(
+                f"vocab_size must be an int from 1 to {MAX_VOCAB_SIZE:,}, got {vocab_size!r}"
+            )
         if input_encoding not in sequences.INPUT_ENCODINGS:
             raise ValueError(
                 f"input_encoding must be one of {sequences.INPUT_ENCODINGS}, got {input_encoding!r}"
@@ -56,7 +70,7 @@ class Transformer(keras.Model):
                 f"problem's inputs are encoded as {input_encoding!r} (set it to 0)"
             )
         self.hparams = hparams
-        self.vocab_size = vocab_size
+        self.vocab_size = int(vocab_size)
         self.input_encoding = input_encoding
         self.embedding = embedding.SharedEmbedding(
             vocab_size, hparams.hidden_size, name="shared_embedding"
@@ -100,6 +114,11 @@ class Transformer(keras.Model):
     @classmethod
     def from_config(cls, config: dict) -> "Transformer":
         config = dict(config)
+        if not isinstance(config.get("hparams"), dict):
+            raise ValueError(
+                f"{cls.__name__}'s config has no 'hparams' dict (a .keras file this package "
+                "did not write, or one edited by hand)"
+            )
         hparams = hparams_lib.from_dict(cls.hparams_class, config.pop("hparams"))
         return cls(hparams, **config)
 
