@@ -219,3 +219,24 @@ def test_decode_hparams_past_their_bounds_are_one_line_not_an_out_of_memory(over
 
     with pytest.raises(ValueError, match=r"invalid hparams " + named):
         hparams.override(decoder.DecodeHParams(), overrides)
+
+
+def test_interactive_mode_answers_a_line_its_text_handling_fails_and_goes_on(copy_run, monkeypatch):
+    _, run_dir = copy_run
+    prob, model, _ = run_dir_lib.open_run(run_dir)
+    decoder = runner.make_decoder(model, "")
+    plain = prob.input_lines
+
+    def input_lines(lines, hp):  # a tokenizer that fails on one line, as a deep recursion did
+        if lines[0].startswith("3"):
+            raise RecursionError("maximum recursion depth exceeded")
+        return plain(lines, hp)
+
+    monkeypatch.setattr(prob, "input_lines", input_lines)
+    out = io.StringIO()
+    runner.decode_interactive(decoder, prob, ["1 2\n", "3 3 3\n", "0 0\n"], out)
+    assert out.getvalue().splitlines() == [
+        "1 2",
+        "error: <stdin>:2: maximum recursion depth exceeded",
+        "0 0",
+    ]

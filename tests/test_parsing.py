@@ -254,14 +254,69 @@ def tiny_treebank_data(tmp_path, name: str = "parsing_from_files") -> str:
     return data
 
 
-def tiny_parser(tmp_path, name: str = "parsing_from_files", model: str = "transformer") -> str:
-    """A one-layer parser trained one step on `tiny_treebank_data` -> its run dir."""
+def tiny_parser(
+    tmp_path, name: str = "parsing_from_files", model: str = "transformer", steps: int = 1
+) -> str:
+    """A one-layer parser trained `steps` steps on `tiny_treebank_data` -> its run dir."""
     from t2t_lite import api
 
+    hparams_set = PARSING_SETS[model]
     data, run = tiny_treebank_data(tmp_path, name), str(tmp_path / "run")
-    api.train(name, model, "transformer_parsing_cpu", data, run, hparams=TINY_PARSER,
-              train_steps=1, local_eval_frequency=1)  # fmt: skip
+    api.train(name, model, hparams_set, data, run, hparams=TINY_PARSER,
+              train_steps=steps, local_eval_frequency=max(steps, 1))  # fmt: skip
     return run
+
+
+# Every parsing model family with its CPU parsing set: the linearized trees'
+# encoder-decoders and the taggers of one label per word.
+PARSING_SETS = {
+    "universal_transformer_encoder": "universal_transformer_parsing_tagger",
+    "transformer_encoder": "transformer_parsing_tagger",
+    "universal_transformer": "universal_transformer_parsing_cpu",
+    "transformer": "transformer_parsing_cpu",
+}
+
+
+@pytest.mark.parametrize("model", list(PARSING_SETS))
+def test_every_parsing_family_is_inspected_for_t2t_visualize_untrained(tmp_path, model):
+    """What t2t-visualize reads of a model (its attention, its ponder steps),
+    from an untrained model of each family: a tagger has an encoder only."""
+    from t2t_lite import hparams as hparams_lib
+    from t2t_lite import registry
+    from t2t_lite.data import problem
+    from t2t_lite.visualization import inspection
+
+    name = "parsing_from_files_labels" if model.endswith("_encoder") else "parsing_from_files"
+    data = tiny_treebank_data(tmp_path, name)
+    prob = problem.get(name)
+    prob.bind(data)
+    hp = hparams_lib.override(registry.HPARAMS.get(PARSING_SETS[model])(), TINY_PARSER)
+    built = registry.MODELS.get(model)(hp, prob.vocab_size)
+    built.build_variables()
+    words = prob.encode_text("The dog barks .")
+    target = prob.encode_text(prob.target(tree(f"( {SENTENCES[0]} )")))
+    seen = inspection.inspect(built, prob, words, target)
+    assert seen.input_tokens == ["The", "dog", "barks", ".", "<EOS>"]
+    assert seen.attention[inspection.ENCODER].shape[-2:] == (5, 5)  # [layers or steps, H, 5, 5]
+    assert (inspection.ENCODER in seen.attention) and len(seen.attention) == (
+        1 if model.endswith("_encoder") else 3
+    )
+
+
+@pytest.mark.slow
+def test_t2t_visualize_draws_the_readme_recipes_model_family(tmp_path):
+    """The README's parse section's model (a UT encoder tagger), one step
+    trained: t2t-visualize --inputs draws its tree and its attention."""
+    run = tiny_parser(tmp_path, "parsing_from_files_labels", "universal_transformer_encoder")
+    out = tmp_path / "viz"
+    done = run_binary(
+        "t2t-visualize", f"--output_dir={run}", f"--visualize_dir={out}",
+        "--inputs=He saw it.",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (out / "001_tree.png").exists() and (out / "001_encoder_attention.png").exists()
+    [(drawn, _)] = trees.read_trees((out / "001_tree.txt").read_text().split("\t")[1], "drawn")
+    assert drawn.words() == ["He", "saw", "it", "."]
 
 
 def test_the_wsj_sections_split_and_otherwise_the_last_files_are_dev_and_test():
@@ -667,7 +722,7 @@ def test_t2t_visualize_draws_a_raw_sentences_parse_beside_its_gold_tree(tmp_path
     from t2t_lite.visualization import runner as visualize
 
     run, out = (
-        tiny_parser(tmp_path, "parsing_from_files_labels", "transformer_encoder"),
+        tiny_parser(tmp_path, "parsing_from_files_labels", "universal_transformer_encoder"),
         str(tmp_path / "viz"),
     )
     gold = "(TOP (S (NP (PRP He)) (VP (VBD saw) (NP (PRP it))) (. .)))"

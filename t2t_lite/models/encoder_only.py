@@ -65,6 +65,14 @@ class EncoderOnly:
         del encoder_bias, training, position_start
         return aligned(self.softmax.logits(encoded), ops.shape(targets)[1])
 
+    def decode_with_stats(
+        self, targets, encoded, encoder_bias, training=False, position_start=None, jitter=None
+    ):
+        """As the UT's (the inspection and the evaluation call it): the tagger's
+        logits, and no decoder to ponder (None)."""
+        del jitter
+        return self.decode(targets, encoded, encoder_bias, training, position_start), None
+
     def encoded_and_aux(self, inputs, training: bool, position_start) -> tuple:
         """(encoded [B, S, C], bias [B, 1, 1, S], auxiliary outputs)."""
         encoded, bias = self.encode(inputs, training, position_start)
