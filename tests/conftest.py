@@ -195,6 +195,14 @@ def tiny_translation(
     return data_dir, exp, str(tmp_path / "run")
 
 
+def python_blocks(page: str) -> list[str]:
+    """The ```python blocks of docs/<page>, in order: what a reader pastes."""
+    import re
+
+    with open(os.path.join(ROOT, "docs", page), encoding="utf-8") as f:
+        return re.findall(r"```python\n(.*?)```", f.read(), re.DOTALL)
+
+
 def run_binary(name: str, *args: str) -> subprocess.CompletedProcess:
     """Runs bin/<name> in its own process that knows the tests' problems.
 

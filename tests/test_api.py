@@ -114,3 +114,18 @@ def test_the_example_notebook_runs_end_to_end(tmp_path, monkeypatch, capsys):
     assert namespace["run"].decode(namespace["lines"]) == namespace["lines"]
     assert "averaged" in namespace["averaged"].checkpoint
     assert capsys.readouterr().out.count("\n") == 5
+
+
+@pytest.mark.slow
+def test_the_python_api_pages_block_runs_as_printed(tmp_path, monkeypatch):
+    """docs/python_api.md's block, as a reader pastes it, from an empty folder."""
+    from conftest import python_blocks
+
+    [code] = python_blocks("python_api.md")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(compile(code, "docs/python_api.md", "exec"), namespace)  # noqa: S102
+    run = namespace["run"]
+    [beams] = run.translate(["2 7 1 8"], beam_size=4, return_beams=True)
+    assert beams.split("\t")[0] == "2 7 1 8"  # the copy model copies
+    assert (tmp_path / "t2t_runs" / "copy" / "best").is_dir()

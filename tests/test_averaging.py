@@ -90,8 +90,11 @@ def test_checkpoints_of_different_models_are_refused_naming_the_variable(tmp_pat
 def test_asking_for_more_checkpoints_than_kept_is_a_clear_error(tmp_path):
     run = str(tmp_path / "run")
     save_step_valued(run, [1, 2])
-    with pytest.raises(ValueError, match=r"--num_last_checkpoints=5, but .* holds 2"):
+    with pytest.raises(ValueError, match=r"--num_last_checkpoints=5, but .* holds 2") as caught:
         averaging.run(run, 5, [])
+    # Both causes named: the cadence (fewer written) and the count kept.
+    assert "--save_checkpoints_steps" in str(caught.value)
+    assert "--keep_checkpoint_max" in str(caught.value)
     with pytest.raises(ValueError, match="is in --model_dir"):
         averaging.run(run, 2, [], f"{run}/model.ckpt-99")
     with pytest.raises(FileNotFoundError, match="no checkpoint at"):

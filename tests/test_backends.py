@@ -89,3 +89,23 @@ def test_the_same_weights_give_tensorflows_logits_and_fit_lowers_the_loss(saved,
         assert result["aux"][name] == pytest.approx(value, abs=1e-4), name
     losses = result["losses"]
     assert all(np.isfinite(losses)) and losses[-1] < losses[0], losses
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_the_keras_pages_act_example_runs_as_printed_on_each_backend(backend, tmp_path):
+    """docs/keras.md's UT-with-ACT classifier, the page's code unchanged, in its
+    own process under each backend: it trains, saves, loads and ponders."""
+    from test_keras import keras_example
+
+    script = tmp_path / "example.py"
+    script.write_text(keras_example())
+    env = {**os.environ, "KERAS_BACKEND": backend, "CUDA_VISIBLE_DEVICES": ""}
+    done = subprocess.run(
+        [sys.executable, str(script)], check=False, env=env, capture_output=True, text=True,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, f"{backend}:\n{done.stderr[-3000:]}"
+    line = done.stdout.strip().splitlines()[-1]
+    losses = json.loads(line.split("loss ", 1)[1].split(" ponder")[0])
+    assert losses[-1] < losses[0] and "ponder time" in line

@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import run_binary
+from conftest import python_blocks, run_binary
 
 from t2t_lite import registry
 from t2t_lite.layers import (
@@ -329,16 +329,36 @@ def test_t2t_export_writes_a_trained_run_as_a_keras_file(copy_run, tmp_path):
     assert tokens == trained.problem.graph_tokenizer("").vocabulary()
 
 
+def keras_example() -> str:
+    """docs/keras.md's UT-with-ACT example (the block that defines PonderingClassifier)."""
+    [code] = [block for block in python_blocks("keras.md") if "class PonderingClassifier" in block]
+    return code
+
+
+@pytest.mark.slow
+def test_docs_keras_save_and_fit_blocks_run_as_printed(tmp_path, monkeypatch):
+    """docs/keras.md's other python blocks, each run as written in a fresh
+    namespace (in a scratch directory: the fit block makes its data)."""
+    monkeypatch.chdir(tmp_path)
+    blocks = [b for b in python_blocks("keras.md") if "class PonderingClassifier" not in b]
+    assert len(blocks) == 2
+    for code in blocks:
+        namespace = {}
+        exec(compile(code, "docs/keras.md", "exec"), namespace)  # noqa: S102
+    assert (tmp_path / "m.keras").exists() and (tmp_path / "t2t_data").is_dir()
+    assert (
+        namespace["model"].history.history["loss"][-1]
+        < namespace["model"].history.history["loss"][0]
+    )
+
+
 @pytest.mark.slow
 def test_docs_keras_example_trains_a_ut_act_classifier_with_fit_saves_and_loads(
     tmp_path, monkeypatch, capsys
 ):
     """docs/keras.md's example block, run as written (in a scratch directory)."""
-    import pathlib
-    import re
 
-    page = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "keras.md").read_text()
-    [code] = re.findall(r"```python\n(.*?)```", page, re.DOTALL)
+    code = keras_example()
     monkeypatch.chdir(tmp_path)
     namespace = {}
     exec(compile(code, "docs/keras.md", "exec"), namespace)  # noqa: S102
@@ -354,10 +374,9 @@ def test_the_keras_notebook_holds_the_docs_example_executed():
     slow test above runs that code), saved with the outputs of a run."""
     import json
     import pathlib
-    import re
 
     root = pathlib.Path(__file__).resolve().parent.parent
-    [code] = re.findall(r"```python\n(.*?)```", (root / "docs" / "keras.md").read_text(), re.DOTALL)
+    code = keras_example()
     notebook = json.loads((root / "examples" / "keras_ut_act.ipynb").read_text())
     cells = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
     lines = [line for cell in cells for line in "".join(cell["source"]).splitlines()]

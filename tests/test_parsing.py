@@ -485,6 +485,24 @@ def test_a_repaired_tree_nested_as_deep_as_allowed_reads_back():
     assert back.words() == ["a"]
 
 
+def test_a_parsing_table_refuses_what_it_does_not_read_in_one_line(tmp_path):
+    from t2t_lite.reproduction import parsing_table, runs
+    from t2t_lite.training import trainer
+
+    data = tiny_treebank_data(tmp_path)
+    for config, extra, flag in (
+        (trainer.TrainConfig(keep_best="dev/loss"), {}, "--keep_best"),
+        (trainer.TrainConfig(), {"greedy_examples": 5}, "--greedy_examples"),
+    ):
+        request = runs.Request(
+            str(tmp_path / "out"), ["right_branching"], ["parsing_from_files"], data, config,
+            None, "", split="dev", **extra,
+        )  # fmt: skip
+        with pytest.raises(ValueError, match=f"{flag}: for the algorithmic"):
+            parsing_table.compare(request)
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_papers_parsing_search_is_a_named_preset():
     from t2t_lite.decoding import decoder
 
@@ -513,9 +531,10 @@ def test_the_parsing_table_scores_each_run_by_evalb_and_keeps_the_scores(tmp_pat
         problems = ["parsing_from_files"]
         return parsing_table.compare(
             runs.Request(
-                str(out), rows, problems, data, config, seeds, tiny, split="dev", search=search
+                str(out), rows, problems, data, config, seeds, tiny, split="dev", search=search,
+                records_dir=str(tmp_path / "records"),
             )
-        )
+        )  # fmt: skip
 
     text = table()
     lines = [line for line in text.splitlines() if line.startswith("|")]
@@ -547,6 +566,9 @@ def test_the_parsing_table_scores_each_run_by_evalb_and_keeps_the_scores(tmp_pat
                 assert trees.linearize(after, "normalize") == trees.linearize(before, "normalize")
             assert kept["depends_on"]["decode_hparams"]["beam_size"] == 2
             f1s.append(kept["figures"]["f1"])
+            # --records keeps the same figures, with what they depend on.
+            record = tmp_path / "records" / "parsing_from_files" / "dev" / key / f"seed{seed}.json"
+            assert json.loads(record.read_text()) == kept
         from t2t_lite.reproduction import seed_stats
 
         assert rows[entry.label].split("|")[4].strip() == seed_stats.spread(f1s)

@@ -90,7 +90,9 @@ flags.DEFINE_string(
     "Keep every run's figures in this directory (one file per row or model and seed, "
     "with what they depend on, the data's bytes included) and print a run's record "
     "where its run directory is not there (deleted, lost, or not finished), training "
-    "it no more; the table names them. Not for bAbI tables.",
+    "it no more; the table names them. Not for bAbI tables. A parsing table keeps each "
+    "run's EVALB figures there (<problem>/<split>/<row>/seed<k>.json) and scores the runs "
+    "it has (a missing run is trained, not read from its record).",
 )
 flags.DEFINE_string(
     "keep_best",

@@ -21,6 +21,8 @@ they came from) and read back while those are unchanged.
 import dataclasses
 import os
 
+import tensorflow as tf
+
 from t2t_lite import files, registry, run_dir, stamp
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import trees
@@ -175,6 +177,22 @@ def run_score(run: str, data_dir: str, split: str, search: str, average: int = 0
     return figures
 
 
+def keep_record(records_dir: str, problem: str, split: str, key: str, seed, run: str) -> None:
+    """The run's kept figures (what they depend on, and the EVALB figures) as
+    records_dir/<problem>/<split>/<row>/seed<k>.json (seed.json for one run):
+    a parsing table's rows kept beside the other tables' records."""
+    name = f"seed{seed}.json" if seed is not None else "seed.json"
+    target = os.path.join(records_dir, problem, split, key, name)
+    source = os.path.join(run, KEPT_FILE.format(split=split))
+    with tf.io.gfile.GFile(source, "rb") as f:
+        data = f.read()
+    if tf.io.gfile.exists(target):
+        with tf.io.gfile.GFile(target, "rb") as f:
+            if f.read() == data:
+                return
+    files.write_bytes_atomically(target, data)
+
+
 def depends_on(checkpoint: str, problem, data_dir: str, split: str, hp) -> dict:
     """What a run's EVALB figures depend on: the checkpoint (name and content),
     the data dir and its files, the split and the search."""
@@ -202,6 +220,14 @@ def compare(request: runs.Request) -> str:
             f"--split: a parsing table scores {' or '.join(prob.evaluation_splits)}, not {split!r}"
         )
     decoder_lib.decode_hparams(search)  # a bad search fails before any training
+    if request.config.keep_best or request.greedy_examples:
+        flag = "--keep_best" if request.config.keep_best else "--greedy_examples"
+        raise ValueError(
+            f"{flag}: for the algorithmic and Learning to Execute tables, not a parsing table "
+            "(its tagger rows average their last checkpoints; every row is scored by EVALB)"
+        )
+    if request.records_dir:  # before any training: a bad --records is one line, not a lost table
+        files.check_writable_dir(request.records_dir, "--records")
     keys = parse_rows(models, prob.aligned_targets)
     trained = {ENTRIES[key]: key for key in keys if key in ENTRIES}
     # Every run keeps the checkpoints an averaged row reads.
@@ -216,9 +242,11 @@ def compare(request: runs.Request) -> str:
     for row in rows:
         key = trained[row["entry"]]
         average = AVERAGE_LAST if _averaged(key) else 0
-        scores[key] = [
-            run_score(d, data_dir, split, search, average) for _, d, _ in seed_stats.runs(row)
-        ]
+        scores[key] = []
+        for seed, run, _ in seed_stats.runs(row):
+            scores[key].append(run_score(run, data_dir, split, search, average))
+            if request.records_dir:
+                keep_record(request.records_dir, problem, split, key, seed, run)
     if BASELINE in keys:
         scores[BASELINE] = [baseline_score(prob, data_dir, split)]
     text = markdown(keys, scores, problem, split, search) + runs.missing_note(left_out)
@@ -247,7 +275,8 @@ def markdown(keys: list[str], scores: dict, problem: str, split: str, search: st
     lines.append("")
     lines.append(
         f"F1: labelled brackets by EVALB's rules (COLLINS.prm) on the {sentences} sentences of "
-        f"{split}, median [min, max] over seeds; search --decode_hparams={search!r}."
+        f"{split}, each parse given the gold trees' part-of-speech tags (t2t-evalb "
+        f"--gold_tags), median [min, max] over seeds; search --decode_hparams={search!r}."
     )
     if any(_averaged(key) for key in scores):
         lines.append(

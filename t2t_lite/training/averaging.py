@@ -39,7 +39,9 @@ def select(model_dir: str, num_last: int, explicit: list[str]) -> list[str]:
     if len(available) < num_last:
         raise ValueError(
             f"--num_last_checkpoints={num_last}, but {model_dir!r} holds {len(available)} "
-            "checkpoint(s); train with a larger --keep_checkpoint_max to average more"
+            "checkpoint(s): a run writes one every --save_checkpoints_steps (by default every "
+            "--local_eval_frequency steps) and at its last step, and keeps the newest "
+            "--keep_checkpoint_max; checkpoint more often (or keep more) to average more"
         )
     return available[-num_last:]
 
