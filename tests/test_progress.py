@@ -34,3 +34,18 @@ def test_without_a_total_a_line_has_no_estimate():
     shown.start = (0, 0.0)
     assert shown.line(120, 4.0) == "train: 120 pairs, 30.0 pairs/s"
     assert shown.line(0, 4.0) is None  # no progress yet: no rate
+
+
+def test_generating_a_problems_data_logs_its_progress(tmp_path, monkeypatch, caplog):
+    """A first run's data generation (minutes for the quickstart's copy task)
+    says how far it is, as encoding and training do."""
+    from t2t_lite.data import problem
+
+    monkeypatch.setattr(progress, "EVERY_S", 0.0)
+    prob = problem.get("test_identity_small")
+    with caplog.at_level("INFO"):
+        prob.generate_data(str(tmp_path))
+    total = prob.splits["train"][0]
+    assert (
+        f"test_identity_small train: generating: {total:,}/{total:,} examples (100%)" in caplog.text
+    )

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import numpy as np
 import tensorflow as tf
 
-from t2t_lite import registry, sequences
+from t2t_lite import progress, registry, sequences
 from t2t_lite.data import batching, graph_tokenizer, tfrecord
 
 TRAIN = "train"
@@ -206,11 +206,15 @@ class Problem(abc.ABC):
         counts = {}
         for index, split in enumerate(sorted(self.splits)):
             rng = np.random.default_rng([seed, index])
-            examples = (
-                {key: sequences.with_eos(list(ids)) for key, ids in example.items()}
-                for example in self.generate_examples(split, rng)
-            )
-            counts[split] = tfrecord.write_shards(examples, self.filepaths(data_dir, split))
+            total = self.splits[split][0]
+            shown = progress.Progress(f"{self.name} {split}: generating", total, "examples")
+
+            def examples(split=split, rng=rng, shown=shown):
+                for count, example in enumerate(self.generate_examples(split, rng), start=1):
+                    shown.update(count)  # a line every half minute: a long first run speaks
+                    yield {key: sequences.with_eos(list(ids)) for key, ids in example.items()}
+
+            counts[split] = tfrecord.write_shards(examples(), self.filepaths(data_dir, split))
         return counts
 
     def _split(self, split: str) -> tuple[int, int]:
