@@ -135,13 +135,17 @@ for name, child in (("a", SLEEPER), ("b", SLOW_TO_STOP)):
     clock.start(name)
 resumable.wait(jobs, clock)
 """
-SLEEPER = "import time; print('up', flush=True); time.sleep(60)"
+# The sides sleep far longer than any start-up takes (the bench stops them).
+SLEEPER = "import time; print('up', flush=True); time.sleep(3600)"
 # Takes 3 s to stop after SIGTERM (as t2t-train, which saves a checkpoint first).
 SLOW_TO_STOP = (
     "import signal, sys, time\n"
     "signal.signal(signal.SIGTERM, lambda *_: (time.sleep(3), sys.exit(0)))\n"
-    "print('up', flush=True); time.sleep(60)"
+    "print('up', flush=True); time.sleep(3600)"
 )
+# How long the bench and its two sides may take to start: no speed is asked,
+# only a bound on a hung start (a loaded machine took over a minute).
+START_S = 900
 
 
 def _command_lines() -> list[str]:
@@ -170,12 +174,14 @@ def test_a_stopped_bench_stops_both_sides_and_saves_their_time(tmp_path):
     bench = subprocess.Popen(
         [sys.executable, "-c", script], stderr=subprocess.PIPE, text=True, cwd=tmp_path
     )
+    started = time.time()
     logs = [tmp_path / "a.log", tmp_path / "b.log"]
-    deadline = time.time() + 60
     while not (
         all(p.exists() and "up" in p.read_text() for p in logs) and _catches_sigterm(bench.pid)
     ):
-        assert time.time() < deadline and bench.poll() is None
+        assert bench.poll() is None, f"the bench ended before both sides were up: {bench.stderr}"
+        waited = time.time() - started
+        assert waited < START_S, f"both sides were not up and the bench's handler set in {waited} s"
         time.sleep(0.1)
     # Both clocks started before the handler went in; a second more gives each
     # side a ledger entry of at least 1.0 s, whatever the machine's speed.
@@ -185,10 +191,11 @@ def test_a_stopped_bench_stops_both_sides_and_saves_their_time(tmp_path):
     assert bench.returncode == 1
     assert stderr.strip().splitlines()[-1] == "stopped by signal 15; rerun to continue"
     seconds = json.loads((tmp_path / resumable.WALL_FILE).read_text())["seconds"]
-    assert set(seconds) == {"a", "b"} and all(1.0 <= s < 30 for s in seconds.values())
+    elapsed = time.time() - started
+    assert set(seconds) == {"a", "b"} and all(1.0 <= s <= elapsed for s in seconds.values())
     # Each side's clock stopped at its own end: a's did not wait for b's 3 s.
     assert seconds["b"] - seconds["a"] >= 2.0
-    # Neither side outlived the bench: each child's sleep would keep its log open
-    # for a minute; both were stopped, so a rerun finds no process of theirs.
-    # (Named by this test's work dir: another test may sleep a minute meanwhile.)
-    assert not [p for p in _command_lines() if str(tmp_path) in p and "time.sleep(60)" in p]
+    # Neither side outlived the bench: each child's sleep would keep it alive
+    # for an hour; both were stopped, so a rerun finds no process of theirs.
+    # (Named by this test's work dir: another test may sleep meanwhile.)
+    assert not [p for p in _command_lines() if str(tmp_path) in p and "time.sleep(3600)" in p]
