@@ -19,6 +19,7 @@ from t2t_lite.layers import (
     embedding,
     facts,
     masks,
+    policy,
     transformer_layers,
     transition,
     universal,
@@ -49,7 +50,7 @@ BIAS = masks.nonpadding_bias(NONPADDING)  # [B, 1, 1, L]
 class Case:
     """A layer, how to run it on its test inputs, and the output shape."""
 
-    make: object  # () -> layer
+    make: object  # (**layer keywords, e.g. dtype) -> layer
     run: object  # (layer, inputs, training) -> output tensor
     inputs: tuple
     shape: tuple
@@ -60,11 +61,11 @@ class Case:
     float16_output: bool = True
 
 
-def _ut(halting: bool):
+def _ut(halting: bool, **kwargs):
     block = transformer_layers.EncoderBlock(BLOCK, name="block")
     signal = universal.StepSignal("sinusoid", 4, C, name="step_signal")
     ponder = act.AdaptiveComputationTime(4, 0.01, name="act") if halting else None
-    return universal.UniversalStack(block, 4, signal, "pre", halting=ponder, name="ut")
+    return universal.UniversalStack(block, 4, signal, "pre", halting=ponder, name="ut", **kwargs)
 
 
 def _run_ut(stack, inputs, training):
@@ -80,47 +81,50 @@ PADDED = tf.constant([[False] * 5, [False, False, False, True, True]])
 
 CASES = {
     "attention": Case(
-        lambda: attention.MultiHeadAttention(C, H, 0.1, key_channels=8, max_relative_position=2),
+        lambda **kw: attention.MultiHeadAttention(
+            C, H, 0.1, key_channels=8, max_relative_position=2, **kw
+        ),
         lambda layer, i, training: layer(i[0], i[0], i[1], training=training),
         (states(), BIAS),
         (2, 5, C),
     ),
     "feed_forward": Case(
-        lambda: transition.FeedForward(C, 32, 0.1),
+        lambda **kw: transition.FeedForward(C, 32, 0.1, **kw),
         lambda layer, i, training: layer(i[0], training=training),
         (states(),),
         (2, 5, C),
     ),
     "separable_convolution": Case(
-        lambda: transition.SeparableConvolution(C, 32, 0.1, causal=True),
+        lambda **kw: transition.SeparableConvolution(C, 32, 0.1, causal=True, **kw),
         lambda layer, i, training: layer(i[0], i[1][..., None], training=training),
         (states(), NONPADDING),
         (2, 5, C),
     ),
     "residual": Case(
-        lambda: transformer_layers.Residual("post", 0.1),
+        lambda **kw: transformer_layers.Residual("post", 0.1, **kw),
         lambda layer, i, training: layer.apply(i[0], lambda y: 2.0 * y, training=training),
         (states(),),
         (2, 5, C),
     ),
     "encoder_block": Case(
-        lambda: transformer_layers.EncoderBlock(BLOCK),
+        lambda **kw: transformer_layers.EncoderBlock(BLOCK, **kw),
         lambda layer, i, training: layer(i[0], BIAS, training=training),
         (states(),),
         (2, 5, C),
         padding=(0, PADDED),
     ),
     "decoder_block": Case(
-        lambda: transformer_layers.DecoderBlock(BLOCK),
+        lambda **kw: transformer_layers.DecoderBlock(BLOCK, **kw),
         lambda layer, i, training: layer(i[0], i[1], masks.causal_bias(5), BIAS, training=training),
         (states(), states(seed=1)),
         (2, 5, C),
         padding=(1, PADDED),  # padded encoder positions
     ),
     "stack": Case(
-        lambda: transformer_layers.Stack(
+        lambda **kw: transformer_layers.Stack(
             tuple(transformer_layers.EncoderBlock(BLOCK, name=f"layer_{i}") for i in range(2)),
             "pre",
+            **kw,
         ),
         lambda layer, i, training: layer(i[0], BIAS, training=training),
         (states(),),
@@ -128,41 +132,41 @@ CASES = {
         padding=(0, PADDED),
     ),
     "step_signal": Case(
-        lambda: universal.StepSignal("learned", 4, C),
+        lambda **kw: universal.StepSignal("learned", 4, C, **kw),
         lambda layer, i, training: layer(i[0]),
         (tf.constant(2),),
         (1, 1, C),
         float16_output=False,
     ),
     "universal_stack": Case(
-        lambda: _ut(halting=False),
+        lambda **kw: _ut(halting=False, **kw),
         _run_ut,
         (states(), NONPADDING),
         (2, 5, C),
         padding=(0, PADDED),
     ),
     "universal_stack_act": Case(
-        lambda: _ut(halting=True),
+        lambda **kw: _ut(halting=True, **kw),
         _run_ut,
         (states(), NONPADDING),
         (2, 5, C),
         padding=(0, PADDED),
     ),
     "shared_embedding": Case(
-        lambda: embedding.SharedEmbedding(11, C),
+        lambda **kw: embedding.SharedEmbedding(11, C, **kw),
         lambda layer, i, training: layer(i[0]),
         (tf.constant([[3, 4, 1, 0], [5, 1, 0, 0]]),),
         (2, 4, C),
     ),
     "learned_positions": Case(
-        lambda: embedding.LearnedPositions(8, C),
+        lambda **kw: embedding.LearnedPositions(8, C, **kw),
         lambda layer, i, training: layer.signal(3, i[0]),
         (tf.constant([[0, 1, 2], [5, 6, 7]]),),
         (2, 3, C),
         float16_output=False,
     ),
     "fact_embedding": Case(
-        lambda: facts.FactEmbedding(embedding.SharedEmbedding(11, C, name="words")),
+        lambda **kw: facts.FactEmbedding(embedding.SharedEmbedding(11, C, name="words"), **kw),
         lambda layer, i, training: layer(i[0])[0],
         (tf.constant([[3, 4, 2, 5, 2, 1]]),),
         None,
@@ -259,6 +263,17 @@ def run_layer_test(name: str, tmp_path):
         assert result.dtype == (tf.float16 if case.float16_output else tf.float32), name
     finally:
         keras.mixed_precision.set_global_policy("float32")
+    # A policy given to the layer alone (keras-hub's dtype=): every layer it
+    # made or holds computes in it, whatever the global policy, on float32 inputs.
+    for given in ("mixed_float16", "mixed_bfloat16"):
+        own = case.make(dtype=given)
+        compute = keras.DTypePolicy(given).compute_dtype
+        result = case.run(own, case.inputs, False)
+        assert np.all(np.isfinite(tf.cast(result, tf.float32).numpy())), (name, given)
+        assert result.dtype == (compute if case.float16_output else "float32"), (name, given)
+        computed = {sub.compute_dtype for sub in policy.reachable(own)} | {own.compute_dtype}
+        assert computed == {compute}, (name, given, computed)
+        assert {w.dtype for w in own.weights} <= {"float32"}, name  # variables stay float32
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -466,3 +481,29 @@ def test_a_tampered_keras_files_config_is_refused_before_any_variable(tmp_path, 
     with pytest.raises(Exception, match=message) as caught:
         keras.models.load_model(bad)
     assert "OOM" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("model_name", "hparams_set"),
+    [
+        ("transformer", "transformer_test"),
+        ("universal_transformer", "adaptive_universal_transformer_test"),
+        ("universal_transformer_encoder", "universal_transformer_test"),
+    ],
+)
+def test_a_models_dtype_policy_reaches_every_layer_it_made(model_name, hparams_set, tmp_path):
+    """keras-hub's dtype=: the model and all its layers compute in the policy
+    (logits float32, variables float32), and a .keras file keeps it."""
+    import t2t_lite.models  # noqa: F401  (registers the models and hparams sets)
+
+    hp = registry.HPARAMS.get(hparams_set)()
+    model = registry.MODELS.get(model_name)(hp, 12, dtype="mixed_bfloat16")
+    features = {"inputs": tf.constant([[3, 4, 5, 1]]), "targets": tf.constant([[3, 4, 5, 1]])}
+    logits = model(features)
+    assert logits.dtype == "float32" and np.all(np.isfinite(logits.numpy()))
+    assert {layer.compute_dtype for layer in policy.reachable(model)} == {"bfloat16"}
+    assert {w.dtype for w in model.weights} == {"float32"}
+    model.save(tmp_path / "m.keras")
+    loaded = keras.models.load_model(tmp_path / "m.keras")
+    assert {layer.compute_dtype for layer in policy.reachable(loaded)} == {"bfloat16"}
+    np.testing.assert_allclose(loaded(features), logits, rtol=1e-5, atol=1e-5)

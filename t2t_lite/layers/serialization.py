@@ -19,6 +19,8 @@ import inspect
 
 import keras
 
+from t2t_lite.layers import policy
+
 PACKAGE = "t2t_lite"
 _LAYER, _TUPLE, _DATACLASS = "__layer__", "__tuple__", "__dataclass__"
 _DATACLASSES: dict[str, type] = {}
@@ -49,6 +51,8 @@ def serializable(cls: type) -> type:
         init(self, *args, **kwargs)
         if type(self) is cls:  # the outermost constructor's arguments
             object.__setattr__(self, "_constructor_arguments", arguments)
+            if kwargs.get("dtype") is not None:  # a policy for this layer: for all it made
+                policy.hand_down(self)
 
     def get_config(self) -> dict:
         base = super(cls, self).get_config()

@@ -5,6 +5,7 @@ from collections.abc import Callable
 
 import keras
 import tensorflow as tf
+from keras import ops
 
 from t2t_lite import sequences
 from t2t_lite.layers import attention, serialization, transition
@@ -40,7 +41,9 @@ class Residual(keras.layers.Layer):
         return self.norm(x) if self.norm_position == "pre" else x
 
     def apply(self, x, sublayer: Callable[[tf.Tensor], tf.Tensor], training=False):
-        """Wraps `sublayer` (a callable, so this is not Keras's __call__)."""
+        """Wraps `sublayer` (a callable, so this is not Keras's __call__, which
+        would cast x to the layer's compute dtype: done here)."""
+        x = ops.cast(x, self.compute_dtype)
         if self.norm_position == "pre":
             return x + self.dropout(sublayer(self.norm(x)), training=training)
         return self.norm(x + self.dropout(sublayer(x), training=training))

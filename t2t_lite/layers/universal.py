@@ -300,6 +300,7 @@ class UniversalStack(keras.layers.Layer):
         """
         if not self.built:
             self.build()
+        x = ops.cast(x, self.compute_dtype)  # as Keras's __call__ would (this is no call)
         positions = self._positions(ops.shape(x)[1], x.shape[-1], position_start)
         step_fn = self._with_signals(
             positions, lambda state, step: block_fn(state), self.injected(x)

@@ -12,7 +12,7 @@ from keras import ops
 
 from t2t_lite import hparams as hparams_lib
 from t2t_lite import registry, sequences
-from t2t_lite.layers import embedding, facts, masks, transformer_layers
+from t2t_lite.layers import embedding, facts, masks, policy, transformer_layers
 from t2t_lite.models import input_labels, positions, transformer_hparams
 
 # The largest vocabulary a model is made for: far above any subword or word
@@ -99,6 +99,8 @@ class Transformer(keras.Model):
             self.seed_generator = seed = keras.random.SeedGenerator(0, name="position_start_seed")
         # Where each symbol sits (models/positions.py); the model turns positions into signals.
         self.position_policy = positions.Policy(hparams, input_encoding, self.offset_shape(), seed)
+        if kwargs.get("dtype") is not None:  # a policy for the model: for every layer it made
+            policy.hand_down(self)
 
     # Keras serialization: the hparams as a plain dict; model.save("m.keras"),
     # keras.models.load_model and keras.models.clone_model rebuild the model.
