@@ -109,3 +109,35 @@ def test_the_keras_pages_act_example_runs_as_printed_on_each_backend(backend, tm
     line = done.stdout.strip().splitlines()[-1]
     losses = json.loads(line.split("loss ", 1)[1].split(" ponder")[0])
     assert losses[-1] < losses[0] and "ponder time" in line
+
+
+FACTS_CHECK = """
+import json
+import numpy as np
+from t2t_lite.layers import embedding, facts
+layer = facts.FactEmbedding(embedding.SharedEmbedding(11, 8, name="words"))
+# Two rows of bAbI-shaped ids: facts ended by FACT_END (2), then EOS (1) and PAD (0).
+ids = np.array([[3, 4, 2, 5, 2, 1, 0], [6, 2, 1, 0, 0, 0, 0]], "int32")
+out, nonpadding = layer(ids)
+print(json.dumps([np.asarray(out).tolist(), np.asarray(nonpadding).tolist()]))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_fact_embedding_takes_ids_with_eos_and_padding_on_each_backend(backend, tmp_path):
+    """Well-formed bAbI input (EOS and PAD after the last fact) on each backend,
+    against TensorFlow's output for the same seeded weights' facts."""
+    outputs = {}
+    for name in ("tensorflow", backend):
+        env = {**os.environ, "KERAS_BACKEND": name, "CUDA_VISIBLE_DEVICES": ""}
+        script = "import keras; keras.utils.set_random_seed(3)\n" + FACTS_CHECK
+        done = subprocess.run(
+            [sys.executable, "-c", script], check=False, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, f"{name}:\n{done.stderr[-3000:]}"
+        outputs[name] = json.loads(done.stdout.strip().splitlines()[-1])
+    (tf_out, tf_mask), (out, mask) = outputs["tensorflow"], outputs[backend]
+    facts = len(tf_mask[0])  # JAX keeps one slot per token; the real facts come first
+    np.testing.assert_allclose(np.array(out)[:, :facts], tf_out, atol=1e-5)
+    assert np.array(mask)[:, :facts].tolist() == tf_mask

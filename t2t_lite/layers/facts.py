@@ -38,6 +38,12 @@ def fact_structure(ids):
         max_facts = ops.shape(ids)[1]
     else:
         max_facts = ops.max(num_facts)
+    # EOS and PAD after a row's last fact count as fact number num_facts, past
+    # the last slot of the row with the most: they are in no fact (is_word
+    # clears them), so any slot will do, and the last is one every backend's
+    # one_hot takes (TensorFlow and JAX make zeros of an index out of range,
+    # PyTorch refuses it).
+    fact_index = ops.minimum(fact_index, ops.maximum(max_facts - 1, 0))
     membership = ops.one_hot(fact_index, max_facts, axis=1)  # [B, F, L]
     membership = membership * is_word[:, None, :]
     # Words of the same fact before each token: an exclusive running count
