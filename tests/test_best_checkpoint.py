@@ -111,7 +111,10 @@ def test_the_best_evaluation_keeps_its_checkpoint_and_is_evaluated_at_the_end(sm
 
 @pytest.mark.parametrize(
     ("fake", "best_step"),
-    [({2: 0.5, 4: 0.6, 6: 0.7, 8: 0.9}, 8), ({2: 0.5, 4: 0.9, 6: 0.7, 8: 0.8}, 4)],
+    [
+        pytest.param({2: 0.5, 4: 0.6, 6: 0.7, 8: 0.9}, 8, marks=pytest.mark.slow),
+        ({2: 0.5, 4: 0.9, 6: 0.7, 8: 0.8}, 4),
+    ],
 )
 def test_on_whole_splits_the_final_evaluation_is_the_last_steps_candidacy(
     small_data, tmp_path, fake, best_step
@@ -168,6 +171,7 @@ def test_a_resumed_run_keeps_its_best_and_a_changed_metric_is_refused(small_data
         make_trainer(small_data, str(out), 8, keep_best="dev/loss")
 
 
+@pytest.mark.slow  # for the fast tier's time (docs/testing.md)
 def test_a_checkpoint_best_json_does_not_name_is_a_leftover(small_data, tmp_path):
     out = tmp_path / "run"
     make_trainer(small_data, str(out), 2, fake={2: 0.9}, keep_best="dev/fake").train()

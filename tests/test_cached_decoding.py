@@ -169,6 +169,16 @@ def traced_step(model, max_length):
 # (the attention and embedding layers of transformer_key_channels and
 # transformer_separate_embeddings, in the stack that ut checks).
 SLOW_COMBINATIONS = {
+    # Combinations whose parts the fast tier checks one by one (for its time budget).
+    "adaptive_ut_basic_long",
+    "ut_length_depth_no_step_signal",
+    "adaptive_ut_sepconv",
+    "adaptive_ut_state_norm",
+    "adaptive_ut_length_depth",
+    "ut_length_depth_fixed_decoder",
+    "ut_log_length_scale",
+    "ut_spread_addition",
+    "ut_addition_coupled",
     "ut_length_depth_causal_encoder",
     "ut_length_depth_input_every_step_no_positions",
     "adaptive_ut_relative",
@@ -285,7 +295,7 @@ def test_cached_and_uncached_greedy_search_agree(name):
     np.testing.assert_allclose(scores.numpy(), cached_scores.numpy(), atol=1e-4)
 
 
-@pytest.mark.parametrize("beam_size", [1, 2])
+@pytest.mark.parametrize("beam_size", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_outputs_stop_at_input_length_plus_extra_length(beam_size):
     from t2t_lite.decoding import decoder
 

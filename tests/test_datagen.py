@@ -47,6 +47,7 @@ def test_the_vocabulary_sample_is_bounded_seeded_and_spread_over_the_corpus(tmp_
     assert len(small) == 2 * LINES  # a budget above the corpus takes all of it
 
 
+@pytest.mark.slow  # for the fast tier's time (docs/testing.md)
 def test_batched_encoding_writes_what_line_at_a_time_encoding_gives(tmp_path, monkeypatch):
     lines = 200  # three batches of 64 and a partial one
     sources = corpus(tmp_path, lines)

@@ -127,6 +127,7 @@ def test_a_checkpoint_the_list_does_not_name_is_listed(tmp_path):
     ]
 
 
+@pytest.mark.slow  # for the fast tier's time (docs/testing.md)
 def test_a_file_size_limit_is_one_line_naming_the_file_like_a_full_disk(tmp_path):
     # A real per-file limit (ulimit -f; FAT media and quotas give the same EFBIG),
     # in a process of its own: TensorFlow's write and Python's, chained or not.

@@ -507,3 +507,42 @@ def test_a_models_dtype_policy_reaches_every_layer_it_made(model_name, hparams_s
     loaded = keras.models.load_model(tmp_path / "m.keras")
     assert {layer.compute_dtype for layer in policy.reachable(loaded)} == {"bfloat16"}
     np.testing.assert_allclose(loaded(features), logits, rtol=1e-5, atol=1e-5)
+
+
+def test_keras_masks_are_honoured_and_a_mask_read_as_a_bias_is_refused():
+    """Embedding(mask_zero=True) upstream, keras-hub's 0/1 padding_mask and
+    attention_mask, and a bool mask where the bias goes: each hides the
+    padded keys exactly as the additive bias does; a 0/1 float mask in the
+    bias's place is refused; a decoder block is causal unless told otherwise."""
+    block = transformer_layers.EncoderBlock(BLOCK)
+    x = states()
+    expected = block(x, BIAS)  # the additive bias of NONPADDING
+    real = NONPADDING > 0
+    rows = tf.boolean_mask(expected, real)
+    for given in (
+        block(x, padding_mask=tf.cast(NONPADDING, "int32")),
+        block(x, real),  # a bool mask in the bias's place
+        block(x, attention_mask=tf.tile(real[:, None, :], [1, 5, 1])),
+    ):
+        np.testing.assert_allclose(tf.boolean_mask(given, real), rows, atol=1e-5)
+    # Keras's implicit mask, from an Embedding(mask_zero=True) in a Functional model.
+    ids = keras.Input((5,), dtype="int32")
+    embedded = keras.layers.Embedding(11, C, mask_zero=True)(ids)
+    model = keras.Model(
+        ids, transformer_layers.Stack((transformer_layers.EncoderBlock(BLOCK),), "pre")(embedded)
+    )
+    tokens = tf.constant([[3, 4, 5, 6, 7], [3, 4, 5, 0, 0]])
+    stack, embed = model.layers[2], model.layers[1]
+    plain = stack(embed(tokens), masks.padding_bias(tokens))
+    np.testing.assert_allclose(
+        tf.boolean_mask(model(tokens), tokens > 0), tf.boolean_mask(plain, tokens > 0), atol=1e-5
+    )
+    with pytest.raises(ValueError, match="holds positive values, as a 0/1 mask does"):
+        block(x, tf.cast(NONPADDING[:, None, None, :], "float32"))
+    # A decoder block without a self-attention bias is causal: position 0 does
+    # not see what follows it.
+    decoder = transformer_layers.DecoderBlock(BLOCK, cross_attention=False)
+    first = decoder(x)[:, 0]
+    changed = tf.concat([x[:, :1], x[:, 1:] * 3.0], axis=1)
+    np.testing.assert_allclose(decoder(changed)[:, 0], first, atol=1e-5)
+    np.testing.assert_allclose(decoder(x, None, masks.causal_bias(5)), decoder(x), atol=1e-6)

@@ -72,6 +72,7 @@ def test_greedy_continuation_of_a_prompt_is_the_teacher_forced_argmax(
         assert score == pytest.approx(expected, abs=1e-3)
 
 
+@pytest.mark.slow  # for the fast tier's time (docs/testing.md)
 def test_sampling_from_a_prompt_is_seeded_and_top_1_is_greedy():
     model = decoder_only(*MODELS[0])
 

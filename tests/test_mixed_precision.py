@@ -49,7 +49,8 @@ def test_logits_are_float32_values_under_mixed_precision(precision):
 @pytest.mark.parametrize(
     ("hparams_set", "overrides"),
     [
-        ("universal_transformer_test", ""),
+        # The plain UT: what the other two hold and more (slow tier, for time).
+        pytest.param("universal_transformer_test", "", marks=pytest.mark.slow),
         ("adaptive_universal_transformer_test", ""),
         # Steps that grow with the source (a loop of per-row masked steps).
         (

@@ -49,6 +49,7 @@ def hold_lock(run_dir: str, lock_file: str = run_lock.LOCK_FILE) -> subprocess.P
     return holder
 
 
+@pytest.mark.slow  # for the fast tier's time (docs/testing.md)
 def test_a_second_trainer_is_refused_and_a_dead_owners_lock_is_taken_over(
     small_data, tmp_path, caplog
 ):
@@ -147,6 +148,7 @@ def test_resume_skips_a_corrupt_checkpoint_for_the_newest_readable_one(
         make_trainer(small_data, run, steps=4)
 
 
+@pytest.mark.slow  # the corrupt checkpoint's test (fast tier) takes the same path
 def test_resume_skips_a_truncated_newest_checkpoint(small_data, tmp_path, caplog):
     """`truncate -s` of the newest .data file: skipped with a warning, not a traceback."""
     run = str(tmp_path / "run")
@@ -216,6 +218,7 @@ def write_nan_checkpoint(small_data, run: str, step: int) -> str:
     return path
 
 
+@pytest.mark.slow  # for the fast tier's time (docs/testing.md)
 def test_a_checkpoint_with_nan_weights_is_refused_by_every_reader_and_skipped_on_resume(
     small_data, tmp_path, caplog
 ):

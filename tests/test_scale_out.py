@@ -49,6 +49,7 @@ def union(a: dict, b: dict) -> dict:
     return {key: tf.concat([pad(a[key]), pad(b[key])], axis=0) for key in a}
 
 
+@pytest.mark.slow  # for the fast tier's time (docs/testing.md)
 def test_accumulating_micro_batches_equals_one_step_on_their_union():
     first, second = random_batch(1, 3, 5), random_batch(2, 4, 7)  # different shapes
     strategy = tf.distribute.get_strategy()
@@ -81,7 +82,13 @@ def permute_data(tmp_path_factory) -> str:
 
 
 @pytest.mark.parametrize(
-    "key", ["transformer", "adaptive_universal_transformer", "ut_wavefront", "transformer_relative"]
+    "key",
+    [
+        "transformer",
+        "adaptive_universal_transformer",
+        pytest.param("ut_wavefront", marks=pytest.mark.slow),
+        pytest.param("transformer_relative", marks=pytest.mark.slow),
+    ],
 )
 def test_train_and_eval_steps_are_traced_once_over_every_bucket_shape(permute_data, key):
     """Each family trains and evaluates on batches of several bucket lengths and
@@ -111,7 +118,7 @@ def test_train_and_eval_steps_are_traced_once_over_every_bucket_shape(permute_da
     assert eval_step.experimental_get_tracing_count() == 1
 
 
-@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+@pytest.mark.parametrize("precision", ["fp16", pytest.param("bf16", marks=pytest.mark.slow)])
 def test_mixed_precision_trains_with_finite_loss_and_float32_variables(precision, tmp_path, caplog):
     exp = experiment.Experiment.resolve(
         "transformer", "test_identity_small", "transformer_test", "batch_size=64"

@@ -76,7 +76,7 @@ class StepClock:
         t._train_step = stepping
 
 
-@pytest.mark.parametrize("eval_every", [100, 2])
+@pytest.mark.parametrize("eval_every", [pytest.param(100, marks=pytest.mark.slow), 2])
 def test_checkpoints_by_the_clock(small_data, tmp_path, monkeypatch, eval_every):
     """--save_checkpoints_secs=25 at 10 s a step: saves at steps 3 (30 s), 6 (30 s
     after it) and the last, 8; evaluations (every 2 steps) add none."""
@@ -126,7 +126,11 @@ def signal_at(monkeypatch, t, where: str, step: int, signals=(signal.SIGTERM,)):
     # A signal inside step 3 lets it finish: saved at 3. One at the start of
     # the evaluation after step 4 (its checkpoint already written) stops with
     # 4. Two signals inside the save of step 4: the save completes, then stop.
-    [("step", 3, 3), ("evaluation", 4, 4), ("save", 4, 4)],
+    [
+        ("step", 3, 3),
+        pytest.param("evaluation", 4, 4, marks=pytest.mark.slow),
+        pytest.param("save", 4, 4, marks=pytest.mark.slow),
+    ],
 )
 def test_a_signal_saves_the_current_step_and_the_rerun_loses_none(
     small_data, tmp_path, monkeypatch, where, at, saved
@@ -152,6 +156,7 @@ def test_a_signal_saves_the_current_step_and_the_rerun_loses_none(
     every_checkpoint_reads(out)
 
 
+@pytest.mark.slow  # for the fast tier's time (docs/testing.md)
 def test_a_signal_during_a_whole_split_evaluation_cuts_it_short(small_data, tmp_path):
     """A scheduler's SIGTERM leaves about 30 s: an evaluation of whole splits
     (--eval_steps=-1, as --keep_best's) stops after the batch in flight, and
@@ -286,6 +291,7 @@ print("steps", stop.decide(3), stop.decide(stopping.AGREE_EVERY))
 """
 
 
+@pytest.mark.slow  # for the fast tier's time (docs/testing.md)
 def test_workers_agree_on_a_flag_any_of_them_raised():
     """Two workers (processes of their own on loopback ports): each raises a
     different flag and both read both. A signal that reached worker 0 alone

@@ -244,6 +244,7 @@ def test_language_model_and_classification_shapes(tmp_path):
     assert not clf.reports_bleu and not lm.reports_bleu
 
 
+@pytest.mark.slow  # for the fast tier's time (docs/testing.md)
 def test_the_tfds_wmt_problem_builds_records_from_mock_data(tmp_path, monkeypatch):
     import tensorflow_datasets as tfds
 

@@ -122,6 +122,7 @@ def test_an_id_outside_the_vocabulary_is_named_with_its_file_and_record(small_da
         runner.decode_split(None, prob, small_data, "dev")
 
 
+@pytest.mark.slow  # for the fast tier's time (docs/testing.md)
 def test_a_shard_whose_later_records_lack_the_features_fails_training_naming_the_record(
     small_data, tmp_path
 ):

@@ -193,6 +193,7 @@ def summary_tags(directory):
     return tags
 
 
+@pytest.mark.slow  # for the fast tier's time (docs/testing.md)
 def test_adaptive_ut_trains_and_reports_ponder_statistics(small_data, tmp_path, caplog):
     out = str(tmp_path / "run")
     t = make_trainer(

@@ -213,7 +213,12 @@ class MultiHeadAttention(keras.layers.Layer):
         context = tf.reshape(context, [shape[0], 1, self.num_heads * self.depth])  # [N, 1, C]
         return self.output_projection(context)
 
-    def call(self, query, memory, bias, training=False):
+    def call(self, query, memory, bias=None, training=False, memory_mask=None):
+        """query [B, T, C] attends to memory [B, S, C] under `bias`
+        (masks.as_bias: an additive bias, or a 0/1 bool or int mask);
+        memory_mask [B, S] (Keras's implicit mask of memory, which it passes
+        here) hides padded keys."""
+        bias = masks.combined(bias, memory_mask)
         keys, values = self.project_memory(memory)
         return self.attend(query, keys, values, bias, training=training)
 

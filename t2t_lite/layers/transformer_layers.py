@@ -8,7 +8,7 @@ import tensorflow as tf
 from keras import ops
 
 from t2t_lite import sequences
-from t2t_lite.layers import attention, serialization, transition
+from t2t_lite.layers import attention, masks, serialization, transition
 
 NORM_POSITIONS = ("pre", "post")
 LAYER_NORM_EPSILON = 1e-6
@@ -97,6 +97,7 @@ class EncoderBlock(keras.layers.Layer):
 
     def __init__(self, config: BlockConfig, **kwargs):
         super().__init__(**kwargs)
+        self.supports_masking = True  # the output keeps the input's positions (and mask)
         self.self_attention = config.attention("self_attention", relative=True)
         self.self_attention_residual = config.residual("self_attention_residual")
         self.ffn = config.transition_layer(causal=False)
@@ -106,8 +107,22 @@ class EncoderBlock(keras.layers.Layer):
         # Sublayers build on first call; there is no state of this layer's own.
         pass
 
-    def call(self, x, bias, nonpadding=None, training=False):
-        """x [B, S, C], bias [B, 1, 1, S]; nonpadding [B, S, 1] is needed by "sepconv"."""
+    def call(
+        self,
+        x,
+        bias=None,
+        nonpadding=None,
+        training=False,
+        mask=None,
+        padding_mask=None,
+        attention_mask=None,
+    ):
+        """x [B, S, C], bias [B, 1, 1, S] (or a 0/1 mask: masks.as_bias);
+        padding_mask [B, S] (keras-hub's: 1 at real tokens), attention_mask
+        [B, S, S] (1: the query may attend to the key) and Keras's implicit mask
+        (`mask`, which Keras passes when x is the only tensor argument) hide
+        what they hide; nonpadding [B, S, 1] is needed by "sepconv"."""
+        bias = masks.combined(bias, mask, padding_mask, attention_mask)
         x = self.self_attention_residual.apply(
             x, lambda y: self.self_attention(y, y, bias, training=training), training=training
         )
@@ -126,6 +141,7 @@ class DecoderBlock(keras.layers.Layer):
 
     def __init__(self, config: BlockConfig, cross_attention: bool = True, **kwargs):
         super().__init__(**kwargs)
+        self.supports_masking = True
         self.self_attention = config.attention("self_attention", relative=True)
         self.self_attention_residual = config.residual("self_attention_residual")
         self.has_cross_attention = cross_attention
@@ -139,7 +155,25 @@ class DecoderBlock(keras.layers.Layer):
         # Sublayers build on first call; there is no state of this layer's own.
         pass
 
-    def call(self, x, encoded, self_bias, encoder_bias, training=False):
+    def call(
+        self,
+        x,
+        encoded=None,
+        self_bias=None,
+        encoder_bias=None,
+        training=False,
+        mask=None,
+        padding_mask=None,
+        attention_mask=None,
+    ):
+        """x [B, T, C]; self_bias: the self-attention's (None: causal, the
+        decoder's own; a bias given is taken as it is); encoder_bias over
+        encoded [B, S, C] (or its 0/1 mask); padding_mask [B, T],
+        attention_mask [B, T, T] and Keras's implicit mask hide what they hide,
+        on top of the causal bias."""
+        if self_bias is None:  # causal unless told otherwise, never by accident
+            self_bias = masks.causal_bias(ops.shape(x)[1])
+        self_bias = masks.combined(self_bias, mask, padding_mask, attention_mask)
         x = self.self_attention_residual.apply(
             x, lambda y: self.self_attention(y, y, self_bias, training=training), training=training
         )
@@ -246,6 +280,7 @@ class Stack(keras.layers.Layer):
 
     def __init__(self, blocks: tuple, norm_position: str, **kwargs):
         super().__init__(**kwargs)
+        self.supports_masking = True
         self.blocks = tuple(blocks)
         self.final_norm = (
             keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="final_norm")
@@ -253,9 +288,26 @@ class Stack(keras.layers.Layer):
             else None
         )
 
-    def call(self, x, bias, encoded=None, encoder_bias=None, training=False, signal=None):
+    def call(
+        self,
+        x,
+        bias=None,
+        encoded=None,
+        encoder_bias=None,
+        training=False,
+        signal=None,
+        mask=None,
+        padding_mask=None,
+        attention_mask=None,
+    ):
         """signal (e.g. the position signal [1 or B, L, C]), when given, is added
-        to the input of every block after the first (the first's input has it)."""
+        to the input of every block after the first (the first's input has it).
+        bias: the blocks' self-attention bias (a decoder stack's None: causal);
+        padding_mask [B, L], attention_mask [B, L, L] and Keras's implicit
+        mask hide what they hide."""
+        if bias is None and isinstance(self.blocks[0], DecoderBlock):
+            bias = masks.causal_bias(ops.shape(x)[1])
+        bias = masks.combined(bias, mask, padding_mask, attention_mask)
         for i, block in enumerate(self.blocks):
             if signal is not None and i > 0:
                 x = x + signal
