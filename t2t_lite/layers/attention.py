@@ -78,6 +78,7 @@ class MultiHeadAttention(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.supports_masking = True  # one output per query: the query's mask holds
         key_channels = key_channels or hidden_size
         for name, channels in (("hidden_size", hidden_size), ("key_channels", key_channels)):
             if channels % num_heads:

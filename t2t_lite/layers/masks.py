@@ -52,7 +52,7 @@ def as_bias(bias):
     if bias is None:
         return ops.zeros((1, 1, 1, 1))
     dtype = backend_dtype(bias)
-    if dtype.startswith("float"):
+    if dtype.startswith(("float", "bfloat")):
         if _readable(bias) and float(ops.max(ops.cast(bias, "float32"))) > 0.0:
             raise ValueError(
                 "a floating attention bias is added to the logits (0 attends, a large negative "
