@@ -1,10 +1,33 @@
 """Benchmark helpers: machine description, matmul peak, model FLOPs."""
 
+import json
 import os
 import platform
 import time
 
 import tensorflow as tf
+
+RESULT_FILE = "result.json"  # a finished run's one JSON line, in its work directory
+
+
+def kept_result(directory: str) -> str | None:
+    """The JSON line a finished run kept in `directory` (None: not finished), so
+    that a queue of runs started again skips past the finished ones."""
+    path = os.path.join(directory, RESULT_FILE)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return f.read().strip()
+
+
+def keep_result(directory: str, result: dict) -> str:
+    """Writes result as `directory`'s JSON line (atomically) -> the line."""
+    line = json.dumps(result)
+    path = os.path.join(directory, RESULT_FILE)
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        f.write(line + "\n")
+    os.replace(path + ".tmp", path)
+    return line
 
 
 def significant(value: float, digits: int = 4) -> float:

@@ -29,7 +29,6 @@ at the file's folder, the work directory, which is NLTK's data path
 named by an absolute path under an empty root).
 """
 
-import json
 import os
 import re
 import subprocess
@@ -207,10 +206,8 @@ def main(argv):
     import common
 
     os.makedirs(FLAGS.work_dir, exist_ok=True)
-    done = os.path.join(FLAGS.work_dir, "result.json")
-    if os.path.exists(done):  # finished earlier: a queue of runs resumes past it
-        with open(done, encoding="utf-8") as f:
-            print(f.read().strip())
+    if (line := common.kept_result(FLAGS.work_dir)) is not None:
+        print(line)
         return
     budget_file = os.path.join(FLAGS.work_dir, "budget.json")
     if os.path.exists(budget_file):
@@ -224,10 +221,7 @@ def main(argv):
     }  # fmt: skip
     result.update(train(paths, FLAGS.work_dir))
     result.update(parse_test(paths, FLAGS.work_dir))
-    with open(done + ".tmp", "w", encoding="utf-8") as f:
-        f.write(json.dumps(result) + "\n")
-    os.replace(done + ".tmp", done)
-    print(json.dumps(result))
+    print(common.keep_result(FLAGS.work_dir, result))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ left (OUTPUT_DIR/budget.json); a finished one prints its result again.
   python bench/parser_recipe.py --data_dir=D --output_dir=O --seed=1 --minutes=40 --clock=cpu
 """
 
-import json
 import os
 import subprocess
 import sys
@@ -106,10 +105,8 @@ def main(argv):
     import common
 
     os.makedirs(FLAGS.output_dir, exist_ok=True)
-    done = os.path.join(FLAGS.output_dir, "result.json")
-    if os.path.exists(done):  # finished earlier: a queue of runs resumes past it
-        with open(done, encoding="utf-8") as f:
-            print(f.read().strip())
+    if (line := common.kept_result(FLAGS.output_dir)) is not None:
+        print(line)
         return
     result = {"benchmark": "parser_recipe", "machine": common.machine(), "problem": FLAGS.problem}
     result["settings"] = {
@@ -139,10 +136,7 @@ def main(argv):
         "parse_seconds": round(seconds, 2),
         "sentences_per_second": round(sentences / seconds, 1),
     })  # fmt: skip
-    with open(done + ".tmp", "w", encoding="utf-8") as f:
-        f.write(json.dumps(result) + "\n")
-    os.replace(done + ".tmp", done)
-    print(json.dumps(result))
+    print(common.keep_result(FLAGS.output_dir, result))
 
 
 if __name__ == "__main__":
