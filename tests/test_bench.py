@@ -247,3 +247,31 @@ def test_the_bleu_benchmark_against_opennmt_prints_its_line(tmp_path):
     )  # fmt: skip
     assert other.returncode == 1
     assert other.stderr.strip().splitlines()[-1].startswith("bleu_vs_opennmt: --hidden_size: ")
+
+
+def test_a_cpu_budget_stops_a_busy_process_by_its_cpu_time_and_resumes_with_what_is_left(
+    tmp_path,
+):
+    """bench/budget.py, the parsing head-to-head's budget: a busy child (and its
+    own child) is stopped once the tree has used the budget's CPU time; an
+    idle one is not (wall time passes, CPU time does not); a rerun with the
+    same file gets only what is left."""
+    import budget
+
+    # The root and a child it forks spin; the child stops when the root is gone.
+    busy = (
+        "import os, time\nroot = os.getpid()\nos.fork()\nend = time.time() + 60\n"
+        "while time.time() < end and root in (os.getpid(), os.getppid()): pass"
+    )
+    spent = str(tmp_path / "budget.json")
+    used = budget.run([sys.executable, "-c", busy], 0.05, "cpu", spent)  # 3 s of CPU
+    assert used["stopped"] and used["returncode"] != 0
+    # Two busy processes share the budget: it is spent in about half the wall time.
+    assert 3.0 <= used["seconds"] < 3.0 + 4 * budget.POLL_S
+    assert json.loads(open(spent).read())["seconds"] == used["seconds"]
+    again = budget.run([sys.executable, "-c", busy], 0.05, "cpu", spent)
+    assert again == {**again, "stopped": True, "wall_seconds": 0.0}  # nothing left: not run
+    idle = budget.run([sys.executable, "-c", "import time; time.sleep(3)"], 0.05, "cpu")
+    assert not idle["stopped"] and idle["returncode"] == 0 and idle["seconds"] < 1.0
+    with pytest.raises(ValueError, match="clock must be one of"):
+        budget.run(["true"], 1, "gpu")
