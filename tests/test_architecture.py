@@ -6,7 +6,10 @@ and `importlib.import_module("...")` with a literal name all count.
 """
 
 import ast
+import os
 import pathlib
+
+import pytest
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 # Bottom to top; a module may import its own level or any level below.
@@ -153,3 +156,16 @@ def test_t2t_decode_loads_no_training_code():
     assert "t2t_lite.decoding.runner" in loaded  # the checker follows the imports
     assert not [m for m in loaded if m.startswith("t2t_lite.training")], sorted(loaded)
     assert "t2t_lite.training.trainer" in closure(REPO / "bin" / "t2t-train")  # would be seen
+
+
+def test_only_problems_joins_the_package_from_the_repository_root():
+    """t2t_lite.problems is the root's problems/ folder; the root's other
+    folders and files (bench, tests, setup) are not package modules."""
+    import importlib
+
+    import t2t_lite.problems
+
+    assert os.path.basename(os.path.dirname(t2t_lite.problems.__file__)) == "problems"
+    for name in ("bench", "tests", "setup", "experiments"):
+        with pytest.raises(ImportError):
+            importlib.import_module(f"t2t_lite.{name}")

@@ -268,7 +268,7 @@ def test_a_cpu_budget_stops_a_busy_process_by_its_cpu_time_and_resumes_with_what
     assert used["stopped"] and used["returncode"] != 0
     # Two busy processes share the budget: it is spent in about half the wall time.
     assert 3.0 <= used["seconds"] < 3.0 + 4 * budget.POLL_S
-    assert json.loads(open(spent).read())["seconds"] == used["seconds"]
+    assert json.loads((tmp_path / "budget.json").read_text())["seconds"] == used["seconds"]
     again = budget.run([sys.executable, "-c", busy], 0.05, "cpu", spent)
     assert again == {**again, "stopped": True, "wall_seconds": 0.0}  # nothing left: not run
     idle = budget.run([sys.executable, "-c", "import time; time.sleep(3)"], 0.05, "cpu")
