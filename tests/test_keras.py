@@ -19,7 +19,7 @@ from t2t_lite.layers import (
     embedding,
     facts,
     masks,
-    policy,
+    nesting,
     transformer_layers,
     transition,
     universal,
@@ -271,7 +271,7 @@ def run_layer_test(name: str, tmp_path):
         result = case.run(own, case.inputs, False)
         assert np.all(np.isfinite(tf.cast(result, tf.float32).numpy())), (name, given)
         assert result.dtype == (compute if case.float16_output else "float32"), (name, given)
-        computed = {sub.compute_dtype for sub in policy.reachable(own)} | {own.compute_dtype}
+        computed = {sub.compute_dtype for sub in nesting.nested(own)} | {own.compute_dtype}
         assert computed == {compute}, (name, given, computed)
         assert {w.dtype for w in own.weights} <= {"float32"}, name  # variables stay float32
 
@@ -501,11 +501,11 @@ def test_a_models_dtype_policy_reaches_every_layer_it_made(model_name, hparams_s
     features = {"inputs": tf.constant([[3, 4, 5, 1]]), "targets": tf.constant([[3, 4, 5, 1]])}
     logits = model(features)
     assert logits.dtype == "float32" and np.all(np.isfinite(logits.numpy()))
-    assert {layer.compute_dtype for layer in policy.reachable(model)} == {"bfloat16"}
+    assert {layer.compute_dtype for layer in nesting.nested(model)} == {"bfloat16"}
     assert {w.dtype for w in model.weights} == {"float32"}
     model.save(tmp_path / "m.keras")
     loaded = keras.models.load_model(tmp_path / "m.keras")
-    assert {layer.compute_dtype for layer in policy.reachable(loaded)} == {"bfloat16"}
+    assert {layer.compute_dtype for layer in nesting.nested(loaded)} == {"bfloat16"}
     np.testing.assert_allclose(loaded(features), logits, rtol=1e-5, atol=1e-5)
 
 

@@ -14,7 +14,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from t2t_lite.layers import dense, einsum, masks, serialization
+from t2t_lite.layers import dense, einsum, masks, nesting, serialization
 
 
 @contextlib.contextmanager
@@ -31,7 +31,7 @@ def recording(model: keras.layers.Layer) -> Iterator[list[tuple[str, tf.Tensor]]
     records: list[tuple[str, tf.Tensor]] = []
     layers = [
         layer
-        for layer in model._flatten_layers(include_self=True)  # every nested layer, once
+        for layer in nesting.nested(model, include_self=True)  # every nested layer, once
         if isinstance(layer, MultiHeadAttention)
     ]
     previous = [layer.recorder for layer in layers]  # an enclosing recording, if any

@@ -15,36 +15,10 @@ block left in float32 would meet its stack's bfloat16 states.
 
 import keras
 
+from t2t_lite.layers import nesting
+
 
 def hand_down(layer: keras.layers.Layer) -> None:
-    """Sets layer's dtype policy on every layer it reaches (`reachable`)."""
-    for sublayer in reachable(layer):
+    """Sets layer's dtype policy on every layer it holds (nesting.nested)."""
+    for sublayer in nesting.nested(layer):
         sublayer.dtype_policy = layer.dtype_policy
-
-
-def reachable(layer: keras.layers.Layer) -> list[keras.layers.Layer]:
-    """Every layer reachable from layer's attributes (lists, tuples and dicts
-    of them too), at any depth, each once; not layer itself."""
-    found, seen, todo = [], {id(layer)}, [layer]
-    while todo:
-        current = todo.pop()
-        for sublayer in _layers_in(list(vars(current).values())):
-            if id(sublayer) not in seen:
-                seen.add(id(sublayer))
-                found.append(sublayer)
-                todo.append(sublayer)
-    return found
-
-
-def _layers_in(values: list) -> list[keras.layers.Layer]:
-    """The layers among values, looking into lists, tuples and dicts."""
-    found, todo = [], list(values)
-    while todo:
-        value = todo.pop()
-        if isinstance(value, keras.layers.Layer):
-            found.append(value)
-        elif isinstance(value, list | tuple):
-            todo.extend(value)
-        elif isinstance(value, dict):
-            todo.extend(value.values())
-    return found

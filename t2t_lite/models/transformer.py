@@ -12,7 +12,7 @@ from keras import ops
 
 from t2t_lite import hparams as hparams_lib
 from t2t_lite import registry, sequences
-from t2t_lite.layers import embedding, facts, masks, policy, transformer_layers
+from t2t_lite.layers import embedding, facts, masks, nesting, policy, transformer_layers
 from t2t_lite.models import input_labels, positions, transformer_hparams
 
 # The largest vocabulary a model is made for: far above any subword or word
@@ -152,8 +152,8 @@ class Transformer(keras.Model):
         so the eager dummy batch alone creates every variable: containers are
         marked built and the leaves build as the batch reaches them.
         """
-        for layer in self._flatten_layers(include_self=True):
-            if getattr(type(layer).build, "_is_default", False):
+        for layer in nesting.nested(self, include_self=True):
+            if type(layer).build is keras.layers.Layer.build:  # no build() of its own
                 layer.built = True
         self(self.dummy_features(), training=False)
 
