@@ -789,7 +789,15 @@ def test_the_tree_constraint_allows_only_what_keeps_a_tree_over_the_words():
     assert allowed_after("(S (NP XX )NP XX )S") == {"<EOS>"}
     assert allowed_after("(S XX XX", "word") == {")S"}
     assert allowed_after("(S", "word") == {"(S", "(NP", "dog"}  # the next word itself
-    assert allowed_after("(S", "keep") == {"(S", "(NP", "[UNK]", "XX", "dog"}  # any tag
+    # Keep: a tag of the training targets (here no shapes: every non-bracket
+    # symbol but the reserved); with a parsing vocabulary's word shapes, the
+    # words after them are no tags (review L7).
+    assert allowed_after("(S", "keep") == {"(S", "(NP", "XX", "dog"}
+    from t2t_lite.data import word_shapes
+
+    shaped = [*tokens[:8], *word_shapes.tokens(), "dog"]
+    keep = tree_constraint.TreeConstraint(shaped, "keep")
+    assert [shaped[i] for i in np.flatnonzero(keep.is_tag.numpy())] == ["XX"]
 
 
 @pytest.mark.slow

@@ -18,9 +18,10 @@ Allowed next symbols:
 - the close of the innermost open constituent (`)X` for `(X`, nothing else):
   unless it would close an empty constituent (the last symbol opened it), or
   close the root before every word is written;
-- a preterminal: inside the root, while a word is left: the tag symbols (any
-  symbol that is no bracket), `XX`, or the input's next word itself, by the
-  problem's linearization (`trees.POS_MODES`);
+- a preterminal: inside the root, while a word is left: a tag (a symbol of
+  the training targets that is no bracket, not one of the vocabulary's
+  words), `XX`, or the input's next word itself, by the problem's
+  linearization (`trees.POS_MODES`);
 - EOS: once the root has closed (then every word is written).
 
 There is always an allowed symbol, so the search never dead-ends, and the
@@ -55,7 +56,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_lite import sequences
-from t2t_lite.data import tree_labels, trees
+from t2t_lite.data import subword, tree_labels, trees, word_shapes
 
 MAX_DEPTH = trees.CONSTITUENT_LEVELS  # open constituents a linearized output may nest
 KEY = "tree_constraint"  # its entry in the decode cache
@@ -102,6 +103,8 @@ class TreeConstraint(Constraint):
             is_tag = np.arange(size) == index[normalized_tag]
         else:
             is_tag = ~(is_open | is_close | special)
+            if pos == "keep":
+                is_tag &= _before_the_words(tokens)
         self.is_open = tf.constant(is_open)
         self.is_close = tf.constant(is_close)
         self.close_of = tf.constant(close_of)
@@ -170,6 +173,18 @@ class TreeConstraint(Constraint):
             | (tags & shift_ok[:, tf.newaxis])
             | ((vocab == sequences.EOS_ID) & eos_ok[:, tf.newaxis])
         )
+
+
+def _before_the_words(tokens: list[str]) -> np.ndarray:
+    """[V] True for the training targets' symbols: a parsing vocabulary holds
+    the reserved tokens, the targets' symbols (brackets and tags), the word
+    shapes, then the words (ParsingProblem.learn_vocabulary), so a tag is a
+    symbol before the first shape and after the reserved ones. A vocabulary
+    without shapes (written otherwise) keeps every non-bracket symbol."""
+    shapes = set(word_shapes.tokens())
+    first = next((i for i, token in enumerate(tokens) if token in shapes), len(tokens))
+    index = np.arange(len(tokens))
+    return (index >= len(subword.RESERVED)) & (index < first)
 
 
 class LabelConstraint(Constraint):
