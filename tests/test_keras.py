@@ -11,11 +11,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import python_blocks, run_binary
+from keras import ops
 
 from t2t_lite import registry
 from t2t_lite.layers import (
     act,
     attention,
+    dense,
     embedding,
     facts,
     masks,
@@ -164,6 +166,23 @@ CASES = {
         (tf.constant([[0, 1, 2], [5, 6, 7]]),),
         (2, 3, C),
         float16_output=False,
+    ),
+    "dense": Case(
+        lambda **kw: dense.Dense(8, **kw),
+        lambda layer, i, training: layer(i[0]),
+        (states(),),
+        (2, 5, 8),
+    ),
+    # ACT on its own (not inside a UT stack), its "basic" halting, over a step
+    # function without weights of its own: the halting unit is what trains.
+    "act_basic": Case(
+        lambda **kw: act.AdaptiveComputationTime(4, 0.01, act_type="basic", **kw),
+        lambda layer, i, training: layer.apply(
+            i[0], lambda s, t: ops.tanh(s * 0.5 + 0.1), i[1], training=training
+        )[0],
+        (states(), NONPADDING),
+        (2, 5, C),
+        padding=(0, PADDED),
     ),
     "fact_embedding": Case(
         lambda **kw: facts.FactEmbedding(embedding.SharedEmbedding(11, C, name="words"), **kw),

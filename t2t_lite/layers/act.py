@@ -213,6 +213,7 @@ class AdaptiveComputationTime(keras.layers.Layer):
         """
         if not self.built:
             self.build(state.shape)
+        state = ops.cast(state, self.compute_dtype)  # as Keras's __call__ would (this is no call)
         limit = self._limit(budget)
         if keras.backend.backend() != "tensorflow":  # a fixed trip count (module docstring)
             carry = self._initial_carry(state, nonpadding)
