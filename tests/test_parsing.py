@@ -731,6 +731,7 @@ def test_a_raw_sentence_parses_end_to_end_into_a_tree_that_reads_back(tmp_path):
         "--decode_hparams=beam_size=1,extra_length=20",
     )
     assert done.returncode == 0, done.stderr
+    assert "Parsed 2 sentences in " in done.stderr and " sentences/s" in done.stderr
     first, empty, third = out.read_text().splitlines()
     [(tree, _)] = trees.read_trees(first, "decoded")
     assert tree.words() == expected
