@@ -113,7 +113,7 @@ def test_the_best_evaluation_keeps_its_checkpoint_and_is_evaluated_at_the_end(sm
     ("fake", "best_step"),
     [
         pytest.param({2: 0.5, 4: 0.6, 6: 0.7, 8: 0.9}, 8, marks=pytest.mark.slow),
-        ({2: 0.5, 4: 0.9, 6: 0.7, 8: 0.8}, 4),
+        pytest.param({2: 0.5, 4: 0.9, 6: 0.7, 8: 0.8}, 4, marks=pytest.mark.slow),
     ],
 )
 def test_on_whole_splits_the_final_evaluation_is_the_last_steps_candidacy(

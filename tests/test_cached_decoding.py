@@ -170,6 +170,7 @@ def traced_step(model, max_length):
 # transformer_separate_embeddings, in the stack that ut checks).
 SLOW_COMBINATIONS = {
     # Combinations whose parts the fast tier checks one by one (for its time budget).
+    "adaptive_ut",  # ACT cached: the fast tier compares greedy searches, cached and not
     "adaptive_ut_basic_long",
     "ut_length_depth_no_step_signal",
     "adaptive_ut_sepconv",

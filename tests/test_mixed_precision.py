@@ -45,7 +45,11 @@ def test_logits_are_float32_values_under_mixed_precision(precision):
     np.testing.assert_allclose(logits.numpy(), expected, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("precision", sorted(POLICIES))
+@pytest.mark.parametrize(
+    "precision",
+    # One precision a model in the fast tier (its time budget); both in the slow tier.
+    [pytest.param(p, marks=pytest.mark.slow) if p == "fp16" else p for p in sorted(POLICIES)],
+)
 @pytest.mark.parametrize(
     ("hparams_set", "overrides"),
     [

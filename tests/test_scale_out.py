@@ -85,7 +85,7 @@ def permute_data(tmp_path_factory) -> str:
     "key",
     [
         "transformer",
-        "adaptive_universal_transformer",
+        pytest.param("adaptive_universal_transformer", marks=pytest.mark.slow),
         pytest.param("ut_wavefront", marks=pytest.mark.slow),
         pytest.param("transformer_relative", marks=pytest.mark.slow),
     ],

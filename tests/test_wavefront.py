@@ -116,7 +116,8 @@ def test_training_gradients_are_unchanged(per_symbol, monkeypatch):
         assert_gradients_agree(fast[i], slow[i], err_msg=variables[i].path)
 
 
-@pytest.mark.parametrize("loop", ["wavefront", pytest.param("masked", marks=pytest.mark.slow)])
+@pytest.mark.slow  # XLA compiles for minutes' worth of the fast tier's budget
+@pytest.mark.parametrize("loop", ["wavefront", "masked"])
 def test_the_loop_compiles_with_xla_and_its_gradients_agree(loop, monkeypatch):
     """t2t-train --xla_compile: the loop's gradient compiles (its bound is the
     source's length) and agrees with the uncompiled one, traced as the trainer
