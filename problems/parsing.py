@@ -273,12 +273,12 @@ class ParsingProblem(configured.ConfiguredByFiles, text_problem.Text2TextProblem
             mended += changed
         if mended:
             logging.warning(
-                "%d of %d decoded line(s) were not trees over their sentences and were "
-                "mended (%s); a tree-constrained search (decode_hparams "
-                "tree_constraint=True, the tensorflow engine) writes none.",
+                "%d of %d decoded line(s) were not trees over their sentences as written "
+                "and were mended (%s); %s.",
                 mended,
                 len(lines),
                 self.mending,
+                self.unmended_search,
             )
         return lines
 
@@ -297,6 +297,11 @@ class ParsingProblem(configured.ConfiguredByFiles, text_problem.Text2TextProblem
     # How a target is written and read back: a linearized tree (trees.linearize).
 
     mending = "the words slid into place"  # how tree_from mends an output
+    # The search that writes no output to mend.
+    unmended_search = (
+        "a tree-constrained search (decode_hparams tree_constraint=True, the tensorflow "
+        "engine) writes none"
+    )
 
     def target(self, tree: trees.Tree) -> str:
         return trees.linearize(tree, self.pos)
@@ -353,6 +358,10 @@ class ParsingFromFilesLabels(ParsingProblem):
     mending = (
         "tree_labels.decode: a missing or malformed label read as a neutral one, an "
         "unnamed constituent left out, a conflicting label or a count past its bounds ignored"
+    )
+    unmended_search = (
+        "decode_hparams label_constraint=strict writes none (the default search keeps "
+        "only the labels' shape: docs/parsing.md, round 6)"
     )
 
     def target(self, tree: trees.Tree) -> str:

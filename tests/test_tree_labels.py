@@ -100,12 +100,12 @@ def test_labels_are_told_apart_from_words_and_other_symbols():
         assert tree_labels.read_last(token) is None, token
 
 
-def _allowed_after(tokens: list[str], words: int):
+def _allowed_after(tokens: list[str], words: int, strict: bool = True):
     """written labels -> the set the label constraint allows next, for a
     sentence of `words` words (hand-derived goldens below)."""
     ids = {token: i for i, token in enumerate(tokens)}
     inputs = tf.constant([[len(tokens) - 1] * words + [1]])  # the last token as each word, EOS
-    constraint = tree_constraint.LabelConstraint(tokens)
+    constraint = tree_constraint.LabelConstraint(tokens, strict=strict)
 
     def allowed_after(written: str) -> set[str]:
         state = constraint.initial_state(inputs, extra_length=20)
@@ -116,7 +116,19 @@ def _allowed_after(tokens: list[str], words: int):
     return allowed_after
 
 
-def test_the_label_search_allows_only_labels_that_decode_as_they_stand():
+def test_the_label_search_by_default_holds_the_shape_and_the_decode_counts_the_rest():
+    tokens = ["<pad>", "<EOS>", "+1/S/", "+0/NP/", "-1/S/", "+2/NP/", "=/", "=/NP", "dog"]
+    allowed_after = _allowed_after(tokens, 3, strict=False)
+    assert allowed_after("") == {"+1/S/", "+2/NP/"}  # a first count of 1 or more
+    assert allowed_after("+1/S/") == {"+1/S/", "+0/NP/", "+2/NP/"}  # not below 1
+    assert allowed_after("+2/NP/") == {"+1/S/", "+0/NP/", "-1/S/", "+2/NP/"}
+    assert allowed_after("+2/NP/ -1/S/") == {"=/", "=/NP"}  # the last word's
+    assert allowed_after("+2/NP/ -1/S/ =/NP") == {"<EOS>"}
+    # What the shape lets through, the decode counts: +1/S/ +0/NP/ names S twice.
+    assert tree_labels.decode(["+1/S/", "+0/NP/", "=/"], ["a", "b", "c"])[1] == 1
+
+
+def test_the_strict_label_search_allows_only_labels_that_decode_as_they_stand():
     tokens = ["<pad>", "<EOS>", "+1/S/", "+0/NP/", "-1/S/", "+2/NP/", "=/", "=/NP", "dog"]
     allowed_after = _allowed_after(tokens, 3)  # two word labels, then the last word's
     # A first count of 1 or more; +2 leaves the root unnamed, and one label is left to name it.
@@ -133,6 +145,7 @@ def test_the_label_search_allows_only_labels_that_decode_as_they_stand():
         assert tree_labels.decode(written.split(), ["a", "b", "c"])[1] == 0
     # One word: its chain is the root, so the last label must have one.
     assert _allowed_after(tokens, 1)("") == {"=/NP"}
+    assert _allowed_after(tokens, 1, strict=False)("") == {"=/", "=/NP"}
     with pytest.raises(ValueError, match="no word labels"):
         tree_constraint.LabelConstraint(["<pad>", "<EOS>", "(S", ")S", "XX"])
 
@@ -146,9 +159,10 @@ def test_the_label_search_falls_back_to_the_shape_where_the_vocabulary_cannot_na
     assert allowed_after("+2/NP/") == {"+2/NP/", "+0/NP/"}
 
 
-def test_the_label_search_bounds_the_count_of_shared_constituents():
+@pytest.mark.parametrize("strict", [False, True])
+def test_the_label_search_bounds_the_count_of_shared_constituents(strict):
     tokens = ["<pad>", "<EOS>", "+1/NP/", "+0/NP/", "-1/NP/", "=/", "dog"]
-    allowed_after = _allowed_after(tokens, tree_labels.MAX_SHARED + 5)
+    allowed_after = _allowed_after(tokens, tree_labels.MAX_SHARED + 5, strict)
     deepest = " ".join(["+1/NP/"] * tree_labels.MAX_SHARED)
     assert "+1/NP/" in allowed_after(" ".join(["+1/NP/"] * (tree_labels.MAX_SHARED - 1)))
     assert allowed_after(deepest) == {"+0/NP/", "-1/NP/"}
@@ -174,3 +188,26 @@ def test_the_labels_problem_writes_labels_and_decodes_any_output_to_a_tree(tmp_p
         "(TOP (S (XX It) (XX rained) (XX .)))",  # a label short: the last pair mended
     ]
     assert "1 of 2 decoded line(s) were not trees" in caplog.text
+
+
+def test_the_label_constraint_is_a_decode_setting():
+    from t2t_lite.decoding import decoder
+
+    assert decoder.decode_hparams("").label_constraint == "shape"
+    assert decoder.decode_hparams("label_constraint=strict").label_constraint == "strict"
+    with pytest.raises(ValueError, match="label_constraint.*must be one of shape, strict"):
+        decoder.decode_hparams("label_constraint=named")
+
+    class Labels:
+        tree_pos = "labels"
+
+        def graph_tokenizer(self, _):
+            class Vocabulary:
+                def vocabulary(self):
+                    return ["<pad>", "<EOS>", "+1/S/", "=/"]
+
+            return Vocabulary()
+
+    for setting, strict in (("", False), ("label_constraint=strict", True)):
+        made = tree_constraint.for_problem(Labels(), decoder.decode_hparams(setting))
+        assert isinstance(made, tree_constraint.LabelConstraint) and made.strict is strict
