@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import common
 
 from t2t_lite import files
-from t2t_lite.data import trees
+from t2t_lite.parsing import trees
 from t2t_lite.problems import parsing
 from t2t_lite.reproduction import parsing_table
 from t2t_lite.scoring import evalb

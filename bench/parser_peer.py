@@ -98,7 +98,7 @@ def write_trees(work: str) -> dict[str, str]:
     import t2t_lite.problems  # noqa: F401  (registers the problems)
     from t2t_lite import files
     from t2t_lite.data import problem as problem_lib
-    from t2t_lite.data import trees
+    from t2t_lite.parsing import trees
 
     problem = problem_lib.get(FLAGS.problem)
     paths = {}

@@ -22,11 +22,11 @@ linearized tree (trees.linearize), with part-of-speech tags kept
 (`parsing_from_files`, `parsing_english_ptb`) or all `XX` as in Vinyals et
 al. 2015 (`parsing_from_files_xx`), or as the words themselves
 (`parsing_from_files_words`; the output's tags are `XX`); or the tree as
-one label per word (`parsing_from_files_labels`, data/tree_labels.py;
+one label per word (`parsing_from_files_labels`, parsing/tree_labels.py;
 tags `XX`). The vocabulary is one token per word
 (brackets and labels whole): every symbol of the training targets and the
 most frequent training words up to --vocab_size (16,000 by default, the
-paper's), other words read as their shape's token (data/word_shapes.py:
+paper's), other words read as their shape's token (parsing/word_shapes.py:
 capitals, digits, hyphen, suffix, e.g. `[UNK-Cap-ed]`; a vocabulary written
 before the shapes reads them as `[UNK]`): a --vocab_size below the training
 words' count leaves the rarest out, so the shapes are trained. t2t-datagen also writes each
@@ -43,17 +43,8 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_lite import files
-from t2t_lite.data import (
-    configured,
-    graph_tokenizer,
-    problem,
-    subword,
-    text_problem,
-    tree_labels,
-    treebank_text,
-    trees,
-    word_shapes,
-)
+from t2t_lite.data import configured, graph_tokenizer, problem, subword, text_problem
+from t2t_lite.parsing import constraints, tree_labels, treebank_text, trees, word_shapes
 
 WSJ_NAME = re.compile(r"^wsj_(\d\d)\d\d\.mrg$", re.IGNORECASE)
 WSJ_SPLITS = {"train": range(2, 22), "dev": (22,), "test": (23,)}
@@ -138,9 +129,11 @@ class ParsingProblem(configured.ConfiguredByFiles, text_problem.Text2TextProblem
     takes_test_files = True
     evaluation_splits = EVALUATION_SPLITS  # the splits with gold files
 
-    @property
-    def tree_pos(self) -> str:  # decodes may be held to trees (Problem.tree_pos)
-        return self.pos
+    writes_trees = True
+
+    def decode_constraint(self, hp) -> constraints.Constraint | None:
+        """A search that writes only trees of this problem's form (Problem's hook)."""
+        return constraints.for_trees(self.graph_tokenizer("").vocabulary(), self.pos, hp)
 
     # Files.
 
@@ -238,7 +231,7 @@ class ParsingProblem(configured.ConfiguredByFiles, text_problem.Text2TextProblem
         words = collections.Counter(w for line in lines[0::2] for w in line.split())
         reserved = list(subword.RESERVED)
         tokens = reserved + [s for s, _ in symbols.most_common() if s not in reserved]
-        # The shapes unknown words read as (data/word_shapes.py), before the words.
+        # The shapes unknown words read as (parsing/word_shapes.py), before the words.
         tokens += [s for s in word_shapes.tokens() if s not in tokens]
         room = self.vocab_target_size - len(tokens)
         if room <= 0 and words:

@@ -28,7 +28,7 @@ import tensorflow as tf
 from t2t_lite import checkpoints, experiment, run_dir
 from t2t_lite import hparams as hparams_lib
 from t2t_lite.decoding import decoder as decoder_lib
-from t2t_lite.decoding import runner, tree_constraint
+from t2t_lite.decoding import runner
 from t2t_lite.training import averaging, trainer
 from t2t_lite.training.config import TrainConfig
 
@@ -134,7 +134,7 @@ class Run:
         hp = _decode_settings(search, decode_hparams)
         lines = self.problem.input_lines(_lines(lines), hp)
         if hp not in self._decoders:  # one traced search per setting
-            constraint = tree_constraint.for_problem(self.problem, hp)
+            constraint = self.problem.decode_constraint(hp)
             self._decoders[hp] = decoder_lib.Decoder(self.model, hp, constraint=constraint)
         decoder = self._decoders[hp]
         inputs, errors = runner.encode_lines(self.problem, lines, "lines")

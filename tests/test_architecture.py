@@ -17,7 +17,7 @@ LEVELS = [
     ("registry", "hparams", "sequences", "files", "config_flags", "run_lock", "cli", "progress"),
     ("layers",),
     ("models",),
-    ("data",),
+    ("data", "parsing"),
     ("problems",),
     ("scoring",),
     ("experiment", "checkpoints", "stamp", "run_dir"),

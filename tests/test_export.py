@@ -407,7 +407,7 @@ def test_a_parsers_export_serves_what_t2t_decode_writes_held_to_trees(
     from test_parsing import TINY_PARSER, tiny_treebank_data
 
     from t2t_lite import api
-    from t2t_lite.data import trees
+    from t2t_lite.parsing import trees
 
     data, run = tiny_treebank_data(tmp_path, name), str(tmp_path / "run")
     api.train(name, model, hparams_set, data, run, hparams=TINY_PARSER,

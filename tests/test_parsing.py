@@ -7,8 +7,8 @@ import os
 import pytest
 from conftest import run_binary
 
-from t2t_lite.data import trees
 from t2t_lite.decoding import runner
+from t2t_lite.parsing import trees
 from t2t_lite.scoring import evalb
 
 MRG = """\
@@ -404,7 +404,7 @@ def test_bad_treebank_files_get_one_line_and_leave_no_data(tmp_path, text, messa
 
 
 def test_a_word_of_any_number_of_clitics_splits_without_recursion():
-    from t2t_lite.data import treebank_text
+    from t2t_lite.parsing import treebank_text
 
     words = treebank_text.tokenize("a" + "'s" * 1500)
     assert words == ["a"] + ["'s"] * 1500
@@ -454,28 +454,28 @@ def test_a_tree_the_labels_cannot_describe_is_refused_naming_it(tmp_path, text, 
 
 
 def test_a_bare_bracket_is_a_tag_to_the_repair_the_check_and_the_constraint():
-    from t2t_lite.decoding import tree_constraint
+    from t2t_lite.parsing import constraints
 
     assert not trees.is_open("(") and not trees.is_close(")")
     assert trees.is_tree_over(["(S", ")", "NN", ")S"], 2)
     repaired = trees.repair(["(S", ")", "NN", ")S"], ["a", "b"])
     assert repaired.bracketed() == "(S (-RRB- a) (NN b))"  # the tag ), written as the treebank does
-    constraint = tree_constraint.TreeConstraint(["<pad>", "<EOS>", "(S", ")S", ")", "NN"], "keep")
+    constraint = constraints.TreeConstraint(["<pad>", "<EOS>", "(S", ")S", ")", "NN"], "keep")
     assert constraint.is_tag.numpy().tolist() == [False, False, False, False, True, True]
 
 
 def test_a_tree_search_without_room_for_its_root_is_refused():
-    from t2t_lite.decoding import decoder, tree_constraint
+    from t2t_lite.decoding import decoder
+    from t2t_lite.parsing import constraints
 
-    class Bound:
-        tree_pos = "normalize"
-
+    tokens = ["<pad>", "<EOS>", "(S", ")S", "XX"]
     hp = decoder.decode_hparams("beam_size=1,extra_length=1")
     with pytest.raises(ValueError, match="extra_length=2 or more"):
-        tree_constraint.for_problem(Bound(), hp)
+        constraints.for_trees(tokens, "normalize", hp)
     hp = decoder.decode_hparams("beam_size=1,min_length=3")
     with pytest.raises(ValueError, match="min_length=0"):
-        tree_constraint.for_problem(Bound(), hp)
+        constraints.for_trees(tokens, "normalize", hp)
+    assert constraints.for_trees(tokens, "normalize", decoder.decode_hparams("")) is not None
 
 
 def test_a_repaired_tree_nested_as_deep_as_allowed_reads_back():
@@ -696,7 +696,7 @@ def test_an_input_holding_brackets_decodes_to_a_tree_that_reads_back():
     ],
 )
 def test_raw_text_is_split_into_words_as_the_treebank_writes_them(text, words):
-    from t2t_lite.data import treebank_text
+    from t2t_lite.parsing import treebank_text
 
     assert treebank_text.tokenize(text) == words.split()
     # Text already split comes back unchanged.
@@ -769,14 +769,14 @@ def test_the_tree_constraint_allows_only_what_keeps_a_tree_over_the_words():
     import numpy as np
     import tensorflow as tf
 
-    from t2t_lite.decoding import tree_constraint
+    from t2t_lite.parsing import constraints
 
     tokens = ["<pad>", "<EOS>", "[UNK]", "(S", ")S", "(NP", ")NP", "XX", "dog"]
     ids = {token: i for i, token in enumerate(tokens)}
     inputs = tf.constant([[8, 8, 1]])  # two words, EOS
 
     def allowed_after(written: str, pos: str = "normalize") -> set[str]:
-        constraint = tree_constraint.TreeConstraint(tokens, pos)
+        constraint = constraints.TreeConstraint(tokens, pos)
         state = constraint.initial_state(inputs, extra_length=20)
         for symbol in ["<pad>", *written.split()]:  # the start symbol first
             state = constraint.advance(state, tf.constant([ids[symbol]]))
@@ -794,10 +794,10 @@ def test_the_tree_constraint_allows_only_what_keeps_a_tree_over_the_words():
     # symbol but the reserved); with a parsing vocabulary's word shapes, the
     # words after them are no tags (review L7).
     assert allowed_after("(S", "keep") == {"(S", "(NP", "XX", "dog"}
-    from t2t_lite.data import word_shapes
+    from t2t_lite.parsing import word_shapes
 
     shaped = [*tokens[:8], *word_shapes.tokens(), "dog"]
-    keep = tree_constraint.TreeConstraint(shaped, "keep")
+    keep = constraints.TreeConstraint(shaped, "keep")
     assert [shaped[i] for i in np.flatnonzero(keep.is_tag.numpy())] == ["XX"]
 
 
@@ -807,7 +807,7 @@ def test_constrained_searches_write_trees_over_the_words_with_no_repair(tmp_path
     """An untrained parser (one step): every greedy and beam decode is already
     a tree over its sentence's words, before any repair."""
     from t2t_lite import api
-    from t2t_lite.data import tree_labels
+    from t2t_lite.parsing import tree_labels
 
     name = {
         "keep": "parsing_from_files",

@@ -1,13 +1,12 @@
-"""Trees as one label per word (data/tree_labels.py), the search held to them
-(decoding/tree_constraint.LabelConstraint) and the problem that uses them:
+"""Trees as one label per word (parsing/tree_labels.py), the search held to them
+(parsing/constraints.LabelConstraint) and the problem that uses them:
 hand-derived labels, round trips and the decode's mending."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite.data import tree_labels, trees
-from t2t_lite.decoding import tree_constraint
+from t2t_lite.parsing import constraints, tree_labels, trees
 
 
 def tree(text: str) -> trees.Tree:
@@ -105,7 +104,7 @@ def _allowed_after(tokens: list[str], words: int, strict: bool = True):
     sentence of `words` words (hand-derived goldens below)."""
     ids = {token: i for i, token in enumerate(tokens)}
     inputs = tf.constant([[len(tokens) - 1] * words + [1]])  # the last token as each word, EOS
-    constraint = tree_constraint.LabelConstraint(tokens, strict=strict)
+    constraint = constraints.LabelConstraint(tokens, strict=strict)
 
     def allowed_after(written: str) -> set[str]:
         state = constraint.initial_state(inputs, extra_length=20)
@@ -147,7 +146,7 @@ def test_the_strict_label_search_allows_only_labels_that_decode_as_they_stand():
     assert _allowed_after(tokens, 1)("") == {"=/NP"}
     assert _allowed_after(tokens, 1, strict=False)("") == {"=/", "=/NP"}
     with pytest.raises(ValueError, match="no word labels"):
-        tree_constraint.LabelConstraint(["<pad>", "<EOS>", "(S", ")S", "XX"])
+        constraints.LabelConstraint(["<pad>", "<EOS>", "(S", ")S", "XX"])
 
 
 def test_the_label_search_falls_back_to_the_shape_where_the_vocabulary_cannot_name_a_level():
@@ -170,6 +169,7 @@ def test_the_label_search_bounds_the_count_of_shared_constituents(strict):
 
 def test_the_labels_problem_writes_labels_and_decodes_any_output_to_a_tree(tmp_path, caplog):
     from t2t_lite.data import problem, subword
+    from t2t_lite.decoding import decoder
 
     prob = problem.get("parsing_from_files_labels")
     t = tree("(S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. .))")
@@ -177,7 +177,10 @@ def test_the_labels_problem_writes_labels_and_decodes_any_output_to_a_tree(tmp_p
     symbols = ["+2/NP/", "-1/S/", "+0/S/VP", "=/", "+1/S/"]
     subword.save([*subword.RESERVED, *symbols], str(tmp_path / prob.vocab_filename))
     prob.bind(str(tmp_path))
-    assert prob.tree_pos == "labels"
+    assert prob.writes_trees
+    made = prob.decode_constraint(decoder.decode_hparams(""))  # the problem's hook
+    assert isinstance(made, constraints.LabelConstraint) and not made.strict
+    assert prob.decode_constraint(decoder.decode_hparams("tree_constraint=False")) is None
     with caplog.at_level("WARNING"):
         lines = prob.decoded_lines(
             ["The dog barks .", "It rained ."],
@@ -198,16 +201,7 @@ def test_the_label_constraint_is_a_decode_setting():
     with pytest.raises(ValueError, match="label_constraint.*must be one of shape, strict"):
         decoder.decode_hparams("label_constraint=named")
 
-    class Labels:
-        tree_pos = "labels"
-
-        def graph_tokenizer(self, _):
-            class Vocabulary:
-                def vocabulary(self):
-                    return ["<pad>", "<EOS>", "+1/S/", "=/"]
-
-            return Vocabulary()
-
+    tokens = ["<pad>", "<EOS>", "+1/S/", "=/"]
     for setting, strict in (("", False), ("label_constraint=strict", True)):
-        made = tree_constraint.for_problem(Labels(), decoder.decode_hparams(setting))
-        assert isinstance(made, tree_constraint.LabelConstraint) and made.strict is strict
+        made = constraints.for_trees(tokens, "labels", decoder.decode_hparams(setting))
+        assert isinstance(made, constraints.LabelConstraint) and made.strict is strict

@@ -11,9 +11,10 @@ from conftest import run_binary
 
 from t2t_lite import checkpoints, registry
 from t2t_lite import run_dir as run_dir_lib
-from t2t_lite.data import problem, trees
+from t2t_lite.data import problem
 from t2t_lite.layers import attention
 from t2t_lite.models import transformer, universal_transformer
+from t2t_lite.parsing import trees
 from t2t_lite.visualization import curves, inspection, plots
 from t2t_lite.visualization import runner as visualize
 

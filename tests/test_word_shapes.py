@@ -1,9 +1,10 @@
-"""Unknown words read as their shapes (data/word_shapes.py), in Python and in the graph."""
+"""Unknown words read as their shapes (parsing/word_shapes.py), in Python and in the graph."""
 
 import pytest
 import tensorflow as tf
 
-from t2t_lite.data import graph_tokenizer, subword, word_shapes
+from t2t_lite.data import graph_tokenizer, subword
+from t2t_lite.parsing import word_shapes
 
 # Hand-derived: digits first, then a hyphen, then the first suffix (of SUFFIXES'
 # order) the word ends with and is two characters longer than.

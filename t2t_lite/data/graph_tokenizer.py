@@ -11,7 +11,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from t2t_lite import sequences
-from t2t_lite.data import word_shapes
+from t2t_lite.parsing import word_shapes
 
 
 class GraphTokenizer(tf.Module, abc.ABC):
@@ -114,7 +114,7 @@ class WordTokenizer(GraphTokenizer):
 
     tokens starts with PAD, EOS and an unknown-word token; a word outside the
     vocabulary becomes its shape's token where the vocabulary holds every
-    shape (data/word_shapes.py: `[UNK-Cap-ed]`), else that unknown token (the
+    shape (parsing/word_shapes.py: `[UNK-Cap-ed]`), else that unknown token (the
     line stays decodable). The parsing problem's vocabulary: brackets and
     labels like "(NP" stay whole tokens.
     """

@@ -9,7 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_lite import progress, registry, sequences
-from t2t_lite.data import batching, graph_tokenizer, tfrecord
+from t2t_lite.data import batching, decode_constraint, graph_tokenizer, tfrecord
 
 TRAIN = "train"
 PARSE_BATCH = 1024  # records parsed and filtered at once (Problem.dataset)
@@ -55,10 +55,9 @@ class Problem(abc.ABC):
     # i-th target symbol labels the i-th input symbol): what an encoder-only
     # tagger (models/encoder_only.py) can learn.
     aligned_targets = False
-    # Problems whose targets are trees: how they write one (trees.POS_MODES, a
-    # linearized tree; "labels", one label per word, data/tree_labels.py);
-    # decodes may then be held to well-formed trees (decoding/tree_constraint.py).
-    tree_pos: str | None = None
+    # Problems whose decoded lines are bracketed trees, one sentence each:
+    # t2t-decode rates them in sentences/s, t2t-visualize draws them.
+    writes_trees = False
 
     @abc.abstractmethod
     def generate_examples(
@@ -102,6 +101,13 @@ class Problem(abc.ABC):
         the treebank's words."""
         del hp
         return lines
+
+    def decode_constraint(self, hp) -> decode_constraint.Constraint | None:
+        """What this problem's decodes may write under decode hparams `hp`
+        (data/decode_constraint.py): None, anything; a parsing problem holds
+        its searches to trees (parsing/constraints.py)."""
+        del hp
+        return None
 
     def postprocess_decode(self, source: str, text: str) -> str:
         """What t2t-decode writes for the decoded `text` of the input line `source`.

@@ -10,7 +10,8 @@ import tensorflow as tf
 
 from t2t_lite import hparams as hparams_lib
 from t2t_lite import progress, sequences
-from t2t_lite.decoding import search, tree_constraint
+from t2t_lite.data import decode_constraint
+from t2t_lite.decoding import search, tagging
 
 # Decode hparams' upper bounds: far above any use (the parsing paper's beam is
 # 21, its outputs input + 300 symbols), far below what exhausts a machine.
@@ -41,14 +42,14 @@ class DecodeHParams:
     # the line (the models have no hard limit; this bounds memory).
     max_input_length: int = 1024
     # Parsing problems' input lines: "text", raw English split into words as
-    # the Penn Treebank writes them (data/treebank_text.py; text already split
+    # the Penn Treebank writes them (parsing/treebank_text.py; text already split
     # so comes back unchanged); "tokens", the line's words as they are.
     parse_input: str = "text"
     # Parsing problems: the search writes only well-formed trees with one
-    # preterminal per input word (decoding/tree_constraint.py); False: any
+    # preterminal per input word (parsing/constraints.py); False: any
     # symbols, made a tree afterwards by the problem's repair.
     tree_constraint: bool = True
-    # One label per word (decoding/tree_constraint.py's LabelConstraint):
+    # One label per word (parsing/constraints.py's LabelConstraint):
     # "shape", a label for each word, the count of shared constituents within
     # its bounds (the decode counts what it changes: an unnamed constituent
     # left out, a second name ignored); "strict", also only labels that
@@ -160,7 +161,7 @@ class Decoder:
         model: keras.Model,
         hp: DecodeHParams,
         xla_compile: bool | None = None,
-        constraint: tree_constraint.Constraint | None = None,
+        constraint: decode_constraint.Constraint | None = None,
     ):
         self.model = model
         self.hp = hp
@@ -173,6 +174,11 @@ class Decoder:
         signature = None if self.xla_compile else [tf.TensorSpec([None, None], tf.int32)]
         self.search = tf.function(
             self.search_ids, jit_compile=self.xla_compile, input_signature=signature
+        )
+        # A tagger's greedy search: one forward pass and the constraint's walk
+        # (decoding/tagging.py; decode_ids's, not search_ids's, which exports trace).
+        self.tagging = (
+            tagging.TaggingSearch(model, constraint) if tagging.applies(model, hp) else None
         )
 
     def search_ids(self, inputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
@@ -208,17 +214,17 @@ class Decoder:
         cache = self.model.init_cache(encoded, bias, max_length if self.xla_compile else None)
         constraint = self.constraint
         if constraint is not None:
-            cache[tree_constraint.KEY] = constraint.initial_state(inputs, hp.extra_length)
+            cache[decode_constraint.KEY] = constraint.initial_state(inputs, hp.extra_length)
 
         def step_fn(ids, index, cache):
             if constraint is None:
                 logits, cache = self.model.decode_step(ids, index, cache)
             else:  # the tree so far allows only some symbols; its state rides in the cache
-                state = cache[tree_constraint.KEY]
-                model_cache = {k: v for k, v in cache.items() if k != tree_constraint.KEY}
+                state = cache[decode_constraint.KEY]
+                model_cache = {k: v for k, v in cache.items() if k != decode_constraint.KEY}
                 logits, cache = self.model.decode_step(ids, index, model_cache)
                 logits, state = constraint.step(ids, logits, state, search.NEG)
-                cache = {**cache, tree_constraint.KEY: state}
+                cache = {**cache, decode_constraint.KEY: state}
             rows = tf.shape(ids)[0]
             vocab = tf.range(tf.shape(logits)[-1])  # [V]
             is_eos = vocab == sequences.EOS_ID  # [V]
@@ -282,9 +288,14 @@ class Decoder:
         decode_empty = not getattr(self.model, "has_encoder", True)
         done = 0
         shown = progress.Progress(f"decoding {source}", sum(1 for i in inputs if i or decode_empty))
-        for indices, batch in self.batches(inputs, decode_empty):
-            ids, scores = self.search(tf.constant(batch))
-            ids, scores = ids.numpy(), scores.numpy()
+        fixed = self.tagging is None  # eager: each batch as long as its longest row
+        trace = sum(map(len, inputs)) >= tagging.TRACE_FROM_SYMBOLS
+        for indices, batch in self.batches(inputs, decode_empty, fixed):
+            if self.tagging is not None:
+                ids, scores = self.tagging(batch, trace)
+            else:
+                ids, scores = self.search(tf.constant(batch))
+                ids, scores = ids.numpy(), scores.numpy()
             for row, index in enumerate(indices):
                 results[index] = [
                     (sequences.until_eos(ids[row, k]), float(scores[row, k]))
@@ -298,10 +309,11 @@ class Decoder:
         return results
 
     def batches(
-        self, inputs: list[list[int]], with_empty: bool = False
+        self, inputs: list[list[int]], with_empty: bool = False, fixed: bool = True
     ) -> Iterator[tuple[list[int], np.ndarray]]:
         """(original indices, [batch_size, bucket] padded ids) for non-empty inputs
-        (and empty ones when `with_empty`)."""
+        (and empty ones when `with_empty`); not `fixed`: [rows, longest + 1],
+        the batch's own rows and length (nothing traced per shape)."""
         order = sorted(
             (i for i, ids in enumerate(inputs) if ids or with_empty), key=lambda i: len(inputs[i])
         )
@@ -309,9 +321,12 @@ class Decoder:
         for start in range(0, len(order), size):
             indices = order[start : start + size]
             longest = max(len(inputs[i]) for i in indices) + 1  # EOS
+            rows = [sequences.with_eos(inputs[i]) for i in indices]
+            if not fixed:
+                yield indices, sequences.pad_batch(rows, longest)
+                continue
             bucket = sequences.doubling_bucket(longest)  # few distinct traced shapes
             # Fixed rows: short batches are filled with empty inputs (EOS only).
-            rows = [sequences.with_eos(inputs[i]) for i in indices]
             rows += [sequences.with_eos([])] * (size - len(indices))
             yield indices, sequences.pad_batch(rows, bucket)
 

@@ -16,7 +16,7 @@ from t2t_lite import files, run_dir, sequences
 from t2t_lite.data import problem as problem_lib
 from t2t_lite.data import tfrecord
 from t2t_lite.decoding import decoder as decoder_lib
-from t2t_lite.decoding import lm_eval, tree_constraint
+from t2t_lite.decoding import lm_eval
 from t2t_lite.decoding.options import DecodeOptions
 from t2t_lite.scoring import bleu
 
@@ -28,9 +28,11 @@ def make_decoder(
     problem: problem_lib.Problem | None = None,
 ) -> decoder_lib.Decoder:
     """A decoder for `--decode_hparams`; xla_compile None: the Decoder's default;
-    a parsing `problem`'s decodes are held to trees (tree_constraint)."""
+    a `problem`'s decodes are held to what it may write (its decode_constraint:
+    a parsing problem's trees)."""
     hp = decoder_lib.decode_hparams(decode_hparams)
-    return decoder_lib.Decoder(model, hp, xla_compile, tree_constraint.for_problem(problem, hp))
+    constraint = problem.decode_constraint(hp) if problem is not None else None
+    return decoder_lib.Decoder(model, hp, xla_compile, constraint)
 
 
 def encode_lines(
@@ -118,7 +120,7 @@ def decode_file(
     files.write_output(output_path, text)
     logging.info("Decoded %d lines of %s into %s.", len(lines), input_path, output_path)
     logging.info("%s", search_report(outputs, seconds))
-    if problem.tree_pos is not None:  # a parser: its speed in sentences, as parsers report it
+    if problem.writes_trees:  # a parser: its speed in sentences, as parsers report it
         parsed = sum(1 for line in lines if line.strip())
         logging.info(
             "Parsed %d sentences in %.2f s (%.1f sentences/s; the search and the trees, "

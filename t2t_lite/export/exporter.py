@@ -19,7 +19,6 @@ from t2t_lite import experiment as experiment_lib
 from t2t_lite import files, run_dir
 from t2t_lite import hparams as hparams_lib
 from t2t_lite.decoding import decoder as decoder_lib
-from t2t_lite.decoding import tree_constraint
 from t2t_lite.export import ctranslate2_model, serving
 
 # Beside the model in a directory export (CTranslate2, Keras).
@@ -141,7 +140,7 @@ def _export(
     try:
         if export_format == SAVED_MODEL:
             metadata["xla_max_rows"] = xla_max_rows
-            constraint = tree_constraint.for_problem(problem, hp)
+            constraint = problem.decode_constraint(hp)
             module = serving.ServingModule(
                 model, tokenizer, hp, problem.vocab_size, xla_max_rows, constraint
             )

@@ -22,9 +22,9 @@ import keras
 import tensorflow as tf
 
 from t2t_lite import sequences
-from t2t_lite.data import graph_tokenizer
+from t2t_lite.data import decode_constraint, graph_tokenizer
 from t2t_lite.decoding import decoder as decoder_lib
-from t2t_lite.decoding import search, tree_constraint
+from t2t_lite.decoding import search
 
 OK, TRUNCATED, EMPTY = "ok", "truncated", "empty"
 INVALID_UTF8, UNKNOWN_TOKEN = "invalid_utf8", "unknown_token"
@@ -50,13 +50,13 @@ class ServingModule(tf.Module):
         hp: decoder_lib.DecodeHParams,
         vocab_size: int,
         xla_max_rows: int = 0,
-        constraint: tree_constraint.Constraint | None = None,
+        constraint: decode_constraint.Constraint | None = None,
     ):
         """xla_max_rows: searches of at most this many rows (inputs x beam_size)
         run XLA-compiled, their inputs padded to doubling row counts and lengths
         (few compiled shapes); TF Serving then needs --xla_cpu_compilation_enabled.
         0: never (stock TF Serving runs the graph as saved). constraint: what
-        the search may write (a parsing problem's, tree_constraint.for_problem),
+        the search may write (a problem's decode_constraint: a parsing problem's trees),
         as t2t-decode's search."""
         super().__init__()
         # The model's variables are tracked, not the Keras model itself: saving

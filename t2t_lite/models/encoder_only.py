@@ -84,6 +84,18 @@ class EncoderOnly:
         logits = self.decode(features["targets"], encoded, bias)
         return logits, input_labels.merged(aux, input_labels.terms(self, features, encoded))
 
+    def tag_logits(self, inputs, columns=None):
+        """The search's one forward pass (decoding/tagging.py): inputs [B, S]
+        -> float32 logits [B, S, V] of every position, or [B, S, len(columns)]
+        of only the vocabulary ids `columns` (what a constraint can ever
+        allow: a label vocabulary's 701 of 6,000 symbols), whose product with
+        the softmax matrix is all the cost saved."""
+        encoded, _ = self.encode(inputs)  # [B, S, C]
+        kernel = self.softmax.softmax_kernel()  # [C, V]
+        if columns is not None:
+            kernel = ops.take(kernel, columns, axis=1)  # [C, len(columns)]
+        return self.softmax.logits(encoded, kernel)
+
     def init_cache(self, encoded: tf.Tensor, encoder_bias: tf.Tensor, max_length) -> dict:
         """Every position's logits [B, S, V] and the rows' lengths [B], both
         static (one row per input under beam search)."""

@@ -25,9 +25,9 @@ import tensorflow as tf
 
 from t2t_lite import files, registry, run_dir, stamp
 from t2t_lite.data import problem as problem_lib
-from t2t_lite.data import trees
 from t2t_lite.decoding import decoder as decoder_lib
-from t2t_lite.decoding import runner, tree_constraint
+from t2t_lite.decoding import runner
+from t2t_lite.parsing import trees
 from t2t_lite.reproduction import runs, seed_stats
 from t2t_lite.reproduction.entries import Entry
 from t2t_lite.scoring import evalb
@@ -167,7 +167,7 @@ def run_score(run: str, data_dir: str, split: str, search: str, average: int = 0
         return kept["figures"]
     words_path, gold_path = prob.gold_paths(data_dir, split)
     decoded = os.path.join(run, DECODED_FILE.format(split=split))
-    decoder = decoder_lib.Decoder(model, hp, constraint=tree_constraint.for_problem(prob, hp))
+    decoder = decoder_lib.Decoder(model, hp, constraint=prob.decode_constraint(hp))
     errors = runner.decode_file(decoder, prob, words_path, decoded)
     if errors:
         raise ValueError(f"{run}: decoding {words_path} failed: {errors[0]}")

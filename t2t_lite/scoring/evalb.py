@@ -30,7 +30,7 @@ instead of ending the run without totals.
 import dataclasses
 import json
 
-from t2t_lite.data import trees
+from t2t_lite.parsing import trees
 
 DELETE_LABELS = frozenset({"TOP", "-NONE-", ",", ":", "``", "''", "."})
 DELETE_LABELS_FOR_LENGTH = frozenset({"-NONE-"})

@@ -6,7 +6,7 @@ from typing import NamedTuple
 import numpy as np
 
 from t2t_lite import files
-from t2t_lite.data import trees
+from t2t_lite.parsing import trees
 
 INSTALL_HINT = "plotting needs matplotlib: pip install -e '.[viz]' (or pip install matplotlib)"
 

@@ -9,8 +9,8 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_lite import files, run_dir
-from t2t_lite.data import trees
 from t2t_lite.decoding import runner as decoding
+from t2t_lite.parsing import trees
 from t2t_lite.visualization import inspection, plots
 
 HEADS = ("mean", "all")
@@ -103,7 +103,7 @@ def visualize(
     plots.pyplot()  # the install hint before any work
     problem, model, path = run_dir.open_run(output_dir, checkpoint_path)
     files.check_writable_dir(visualize_dir, "--visualize_dir")
-    if gold_trees and problem.tree_pos is None:
+    if gold_trees and not problem.writes_trees:
         raise ValueError(f"--gold_trees: {problem.name} does not write trees")
     gold = read_gold_trees(gold_trees, len(lines)) if gold_trees else [None] * len(lines)
     decoder = decoding.make_decoder(model, decode_hparams, problem=problem)
@@ -116,7 +116,7 @@ def visualize(
     logging.info("Visualizing %d input(s) with %s.", len(inputs), path)
     best = [hypotheses[0][0] for hypotheses in decoder.decode_ids(inputs)]
     # A parse's line as t2t-decode writes it, all at once (one repair count logged).
-    parses = problem.decoded_lines(lines, best) if problem.tree_pos is not None else []
+    parses = problem.decoded_lines(lines, best) if problem.writes_trees else []
     written = []
     for number, ids in enumerate(inputs, 1):
         found = inspection.inspect(model, problem, ids, best[number - 1])

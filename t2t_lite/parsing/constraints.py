@@ -1,5 +1,7 @@
-"""A search that writes trees by construction: a linearized-tree decode that can
-only emit balanced brackets and exactly one preterminal per input word.
+"""Searches that write trees by construction, a parsing problem's
+`decode_constraint` (data/decode_constraint.py): a linearized-tree decode
+that can only emit balanced brackets and exactly one preterminal per input
+word, and one label per word held to the labels' shape.
 
 The search's step function masks the logits of every symbol that would break
 the tree at that point, from a small state per hypothesis kept in the decode
@@ -25,12 +27,12 @@ Allowed next symbols:
 - EOS: once the root has closed (then every word is written).
 
 There is always an allowed symbol, so the search never dead-ends, and the
-output limit (input length + extra_length, extra_length >= 2: `for_problem`
+output limit (input length + extra_length, extra_length >= 2: `for_trees`
 refuses less, and a min_length, which would forbid the EOS a finished tree
 needs) leaves room to finish every tree it allows.
 
-A problem whose trees are one label per word (`tree_pos` "labels",
-data/tree_labels.py) is held by `LabelConstraint` to its shape: a word's
+A problem whose trees are one label per word (its `pos` "labels",
+parsing/tree_labels.py) is held by `LabelConstraint` to its shape: a word's
 label for every word but the last, each keeping the count of shared
 constituents within [1, tree_labels.MAX_SHARED] (the depth the tree
 reader takes), then a last word's label, then EOS. Every such sequence
@@ -62,22 +64,12 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_lite import sequences
-from t2t_lite.data import subword, tree_labels, trees, word_shapes
+from t2t_lite.data import decode_constraint, subword
+from t2t_lite.parsing import tree_labels, trees, word_shapes
 
 MAX_DEPTH = trees.CONSTITUENT_LEVELS  # open constituents a linearized output may nest
-KEY = "tree_constraint"  # its entry in the decode cache
 PREDICTIONS = ("keep", "normalize", "word")  # as trees.POS_MODES
-
-
-class Constraint:
-    """What a constraint is to the search: `initial_state(inputs, extra_length)`,
-    `advance(state, ids)` and `allowed(state)` [N, V], joined by `step`."""
-
-    def step(self, ids: tf.Tensor, logits: tf.Tensor, state: dict, neg: float):
-        """The step function's part -> (the logits [N, V] with every symbol the
-        state allows no more set to `neg`, the state advanced by ids [N])."""
-        state = self.advance(state, ids)
-        return tf.where(self.allowed(state), logits, tf.cast(neg, logits.dtype)), state
+Constraint = decode_constraint.Constraint
 
 
 class TreeConstraint(Constraint):
@@ -202,6 +194,7 @@ class LabelConstraint(Constraint):
 
     def __init__(self, tokens: list[str], strict: bool = False):
         self.strict = strict
+        self.tokens = list(tokens)
         size = len(tokens)
         is_pair = np.zeros(size, bool)
         is_last = np.zeros(size, bool)
@@ -226,6 +219,12 @@ class LabelConstraint(Constraint):
         self.chained = tf.constant(chained)
         self.vocab_size = size
         self.levels = tree_labels.MAX_SHARED
+
+    def narrowed(self) -> tuple[np.ndarray, "LabelConstraint"]:
+        """PAD, EOS and the word labels: no other symbol is ever allowed."""
+        labels = np.flatnonzero(self.is_pair.numpy() | self.is_last.numpy())
+        columns = np.concatenate([[sequences.PAD_ID, sequences.EOS_ID], labels]).astype(np.int32)
+        return columns, LabelConstraint([self.tokens[i] for i in columns], self.strict)
 
     def initial_state(self, inputs: tf.Tensor, extra_length: int) -> dict[str, tf.Tensor]:
         """inputs [B, S] (EOS-terminated, PAD after) -> the state before any label."""
@@ -315,14 +314,13 @@ class LabelConstraint(Constraint):
         return tf.where(possible, strict, relaxed)
 
 
-def for_problem(problem, hp) -> Constraint | None:
-    """The constraint a problem's decodes take under decode hparams `hp`: its
-    trees' (`problem.tree_pos`: parsing problems), unless hp.tree_constraint
-    is off; None for other problems."""
-    if problem is None or problem.tree_pos is None or not hp.tree_constraint:
+def for_trees(tokens: list[str], pos: str, hp) -> Constraint | None:
+    """The constraint a parsing problem's decodes take (its `decode_constraint`)
+    over its vocabulary `tokens` and tree form `pos` (trees.POS_MODES, or
+    "labels") under decode hparams `hp`; None when hp.tree_constraint is off."""
+    if not hp.tree_constraint:
         return None
-    if problem.tree_pos == "labels":
-        tokens = problem.graph_tokenizer("").vocabulary()
+    if pos == "labels":
         return LabelConstraint(tokens, strict=hp.label_constraint == "strict")
     if hp.extra_length < 2 or hp.min_length > 0:
         raise ValueError(
@@ -330,4 +328,4 @@ def for_problem(problem, hp) -> Constraint | None:
             "root's brackets) and min_length=0 (a finished tree ends there), not "
             f"extra_length={hp.extra_length}, min_length={hp.min_length}; or tree_constraint=False"
         )
-    return TreeConstraint(problem.graph_tokenizer("").vocabulary(), problem.tree_pos)
+    return TreeConstraint(tokens, pos)

@@ -27,12 +27,12 @@ the tree the labels describe, and each is counted (`mended`): a sequence
 decodes with a count of 0 exactly when it describes its tree as written.
 The encoding of a treebank tree decodes with 0 (the parsing problem refuses
 one that does not) and so does every sequence a label-constrained search
-writes (decoding/tree_constraint.py).
+writes (parsing/constraints.py).
 """
 
 import re
 
-from t2t_lite.data import trees
+from t2t_lite.parsing import trees
 
 # Between a label's fields; inside a chain, between its constituents' labels.
 FIELD = "/"
