@@ -39,6 +39,7 @@ def test_a_loaded_run_decodes_strings_as_t2t_decode_writes_a_file(copy_run, tmp_
         api.load(run, checkpoint="best")  # trained without --keep_best
 
 
+@pytest.mark.slow  # the fast tier's budget on 2 AVX2 cores (docs/testing.md)
 def test_the_apis_arguments_are_checked_each_on_its_own(copy_run, tmp_path):
     _, run = copy_run
     loaded = api.load(run)

@@ -183,6 +183,7 @@ def test_a_checkpoint_best_json_does_not_name_is_a_leftover(small_data, tmp_path
     assert kept_steps(out / "best") == [2] and t.best.path.endswith("best/model.ckpt-2")
 
 
+@pytest.mark.slow  # the fast tier's budget on 2 AVX2 cores (docs/testing.md)
 def test_a_damaged_or_dangling_best_json_is_one_error(small_data, tmp_path):
     out = tmp_path / "run"
     make_trainer(small_data, str(out), 2, fake={2: 0.9}, keep_best="dev/fake").train()
@@ -213,6 +214,7 @@ def test_bad_keep_best_flags_are_one_line_errors(small_data, tmp_path):
     assert trained == [] and checkpoints.by_step(out) == []
 
 
+@pytest.mark.slow  # the fast tier's budget on 2 AVX2 cores (docs/testing.md)
 def test_the_split_is_evaluated_though_not_in_eval_splits(small_data, tmp_path):
     t = make_trainer(small_data, str(tmp_path / "run"), 4, keep_best="test/accuracy")
     evaluated = []

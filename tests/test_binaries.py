@@ -259,7 +259,10 @@ cli.run("t2t-train", {"train": final_evaluation, "datagen": generating}[sys.argv
 """
 
 
-@pytest.mark.parametrize("where", ["train", "datagen"])
+@pytest.mark.parametrize(
+    "where",
+    ["train", pytest.param("datagen", marks=pytest.mark.slow)],  # the fast tier's budget
+)
 def test_sigterm_outside_a_training_loop_is_one_line_and_leaves_no_lock(tmp_path, where):
     """A scheduler's SIGTERM during data generation or a final evaluation (no
     training loop to save): status 143, one line, the lock and the unfinished

@@ -402,6 +402,7 @@ def test_ut_shaped_transformer_entry_has_the_uts_depth_width_and_positions():
     )
 
 
+@pytest.mark.slow  # the fast tier's budget on 2 AVX2 cores (docs/testing.md)
 def test_greedy_figures_sit_beside_the_teacher_forced_ones(copy_run, tmp_path, monkeypatch):
     """Greedy accuracy of the run's newest checkpoint, kept in the run directory
     with its checkpoint's name: the table's second read decodes nothing."""

@@ -156,6 +156,7 @@ def test_missing_checkpoint_and_bad_decode_hparams_are_clear(copy_run, tmp_path)
     assert problem.get("test_identity_small").decode_text([3, 4, 1, 5]) == "1 2"
 
 
+@pytest.mark.slow  # fast tier budget: test_scale_out holds the train and eval steps to one trace a shape
 def test_search_is_traced_once_per_padded_shape(copy_run):
     _, run_dir = copy_run
     _, model, _ = run_dir_lib.open_run(run_dir)

@@ -167,6 +167,7 @@ def test_bad_elements_get_defined_answers_and_the_rest_is_decoded(exported, in_p
     assert empty == {"outputs": [], "scores": [], "status": []}
 
 
+@pytest.mark.slow  # fast tier budget: a fresh process serves both signatures in the fast tier
 def test_saved_model_cli_lists_both_signatures(exported):
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
     shown = subprocess.run(
@@ -217,6 +218,7 @@ print(json.dumps({"core": sorted(core), "text": sorted(registered() - core)}))
 PYTHON_OPS = {"PyFunc", "PyFuncStateless", "EagerPyFunc"}
 
 
+@pytest.mark.slow  # fast tier budget
 def test_the_graph_holds_only_tensorflow_and_tensorflow_text_ops(exported):
     result = subprocess.run(
         [sys.executable, "-c", REGISTERED_OPS],
@@ -384,6 +386,7 @@ def assert_hostile_shapes_are_refused(export_path: str) -> None:
             assert f"Shape of tensor inputs {shape} is not compatible" in answer, answer
 
 
+@pytest.mark.slow  # fast tier budget
 def test_an_export_refuses_hostile_shapes_and_oversized_requests(exported):
     assert_hostile_shapes_are_refused(exported)
 

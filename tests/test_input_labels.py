@@ -136,6 +136,7 @@ def test_the_option_is_refused_where_it_means_nothing():
         )
 
 
+@pytest.mark.slow  # the fast tier's budget on 2 AVX2 cores (docs/testing.md)
 def test_training_reports_the_labels_accuracy(tmp_path):
     data_dir = str(tmp_path / "data")
     problem.get("test_permute_small").generate_data(data_dir, seed=3)

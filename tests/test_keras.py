@@ -1,6 +1,8 @@
 """Keras citizenship: every public layer and both models through one harness
 (`run_layer_test`): config round trip, .keras round trip, output shape, padding
-that changes nothing, a training step, and mixed precision."""
+that changes nothing, a training step, and mixed precision; and for every
+layer, its weights made in `build(input_shape)`, a symbolic call in a
+Functional model (the layers Keras calls), and a `fit` step."""
 
 import dataclasses
 import json
@@ -300,6 +302,65 @@ def test_every_public_layer_round_trips_trains_and_runs_in_mixed_precision(name,
     run_layer_test(name, tmp_path)
 
 
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_layer_makes_all_its_weights_in_build(name):
+    """keras-hub's build check: `build(input_shape)` alone makes every weight a
+    call would (containers build their sublayers there), and a call adds none."""
+    case = CASES[name]
+    layer = case.make()
+    layer.build(tuple(case.inputs[0].shape))
+    built = sorted(w.path for w in layer.weights)
+    assert built, name
+    case.run(layer, case.inputs, False)
+    assert sorted(w.path for w in layer.weights) == built, name
+
+
+# Layers called through Keras's __call__ (the others are applied: `.apply`,
+# `.signal`, with a Python callable or a Python step, which no KerasTensor carries).
+SYMBOLIC = sorted(
+    {"attention", "feed_forward", "separable_convolution", "encoder_block", "decoder_block"}
+    | {"stack", "shared_embedding", "dense", "fact_embedding"}
+)
+
+
+@pytest.mark.parametrize("name", SYMBOLIC)
+def test_every_called_layer_runs_on_keras_inputs_in_a_functional_model(name):
+    """A symbolic call on keras.Input: the output's shape and dtype are the eager
+    call's, and the Functional model built on it computes the eager outputs."""
+    case = CASES[name]
+    layer = case.make()
+    eager = case.run(layer, case.inputs, False)
+    symbolic = tuple(
+        keras.Input(batch_shape=tuple(x.shape), dtype=x.dtype.name) for x in case.inputs
+    )
+    out = case.run(layer, symbolic, False)
+    assert out.dtype == eager.dtype.name, name
+    # Every axis the symbolic call knows is the eager one's (the facts' count is the data's).
+    assert len(out.shape) == len(eager.shape), name
+    assert all(s in (None, e) for s, e in zip(out.shape, eager.shape, strict=True)), name
+    functional = keras.Model(list(symbolic), out)
+    np.testing.assert_allclose(functional(list(case.inputs)), eager, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_layer_with_weights_takes_a_fit_step(name):
+    """Keras's own training loop (`compile`, `fit`) on a model around the layer:
+    the loss is finite and every trainable weight that reaches the output moves."""
+    case = CASES[name]
+    keras.utils.set_random_seed(1)
+    holder = Holder(case.make(), name)
+    holder(None)
+    before = [w.numpy().copy() for w in holder.layer.trainable_weights]
+    holder.compile(optimizer=keras.optimizers.SGD(0.1), loss=lambda _, y: ops.mean(ops.square(y)))
+    history = holder.fit(np.zeros((1, 1)), np.zeros((1, 1)), epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0]), name
+    moved = [
+        not np.array_equal(w.numpy(), old)
+        for w, old in zip(holder.layer.trainable_weights, before, strict=True)
+    ]
+    assert any(moved), name
+
+
 @pytest.mark.parametrize(
     ("model", "hparams_set"),
     [
@@ -565,3 +626,26 @@ def test_keras_masks_are_honoured_and_a_mask_read_as_a_bias_is_refused():
     changed = tf.concat([x[:, :1], x[:, 1:] * 3.0], axis=1)
     np.testing.assert_allclose(decoder(changed)[:, 0], first, atol=1e-5)
     np.testing.assert_allclose(decoder(x, None, masks.causal_bias(5)), decoder(x), atol=1e-6)
+
+
+def test_a_bias_handed_down_a_stack_is_read_once_at_its_entry(monkeypatch):
+    """Eagerly, the check that a floating bias is no 0/1 mask reads its values
+    (a reduction and a wait): a stack reads it once, not again in each block
+    and attention layer; a new bias is read anew, and a refused one stays refused."""
+    stack = transformer_layers.Stack(
+        tuple(transformer_layers.EncoderBlock(BLOCK, name=f"layer_{i}") for i in range(2)), "pre"
+    )
+    reads = []
+    readable = masks._readable
+    monkeypatch.setattr(masks, "_readable", lambda x: reads.append(1) or readable(x))
+    bias = masks.nonpadding_bias(NONPADDING)
+    stack(states(), bias)
+    assert len(reads) == 1
+    stack(states(), bias)  # the same tensor: already read
+    assert len(reads) == 1
+    stack(states(), masks.nonpadding_bias(NONPADDING))
+    assert len(reads) == 2
+    positive = tf.cast(NONPADDING[:, None, None, :], "float32")
+    for _ in range(2):
+        with pytest.raises(ValueError, match="holds positive values"):
+            stack(states(), positive)

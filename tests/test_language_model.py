@@ -51,7 +51,8 @@ def test_decoder_only_has_no_encoder_and_decodes_as_teacher_forced(name, hparams
 
 
 @pytest.mark.parametrize("name, hparams_set, overrides", MODELS)
-@pytest.mark.parametrize("xla", [False, True])
+# XLA's search in the slow tier (the fast tier's budget; the cached-decoding tests compile it)
+@pytest.mark.parametrize("xla", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_greedy_continuation_of_a_prompt_is_the_teacher_forced_argmax(
     name, hparams_set, overrides, xla
 ):

@@ -56,13 +56,15 @@ def test_logits_are_float32_values_under_mixed_precision(precision):
         # The plain UT: what the other two hold and more (slow tier, for time).
         pytest.param("universal_transformer_test", "", marks=pytest.mark.slow),
         ("adaptive_universal_transformer_test", ""),
-        # Steps that grow with the source (a loop of per-row masked steps).
-        (
+        # Steps that grow with the source (a loop of per-row masked steps; slow
+        # tier: the fast tier's ACT row holds a per-row loop under bf16 too).
+        pytest.param(
             "universal_transformer_test",
             (
                 "rec_steps_per_symbol=1.0,num_rec_steps=5,rec_steps_random=1,"
                 "rec_input_every_step=True,causal_encoder=True"
             ),
+            marks=pytest.mark.slow,
         ),
     ],
     ids=["ut", "adaptive_ut", "ut_length_depth"],

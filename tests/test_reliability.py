@@ -295,6 +295,7 @@ def test_user_files_byte_order_mark_empty_file_and_interactive_utf8(tmp_path, co
     assert out.getvalue().splitlines()[0] == "error: <stdin>:1: not valid UTF-8"
 
 
+@pytest.mark.slow  # the fast tier's budget on 2 AVX2 cores (docs/testing.md)
 def test_averaging_and_export_clean_their_own_leftovers_only(copy_run, tmp_path):
     from t2t_lite.export import exporter
 
@@ -474,6 +475,7 @@ def test_small_user_mistakes_are_named(tmp_path):
     assert source.read_text() == "1 2\n"
 
 
+@pytest.mark.slow  # the fast tier's budget on 2 AVX2 cores (docs/testing.md)
 def test_a_second_datagen_on_one_data_dir_is_refused_and_writes_nothing(tmp_path):
     data = str(tmp_path / "data")
     holder = hold_lock(data, run_lock.DATAGEN_LOCK_FILE)

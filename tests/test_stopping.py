@@ -243,6 +243,7 @@ def test_t2t_train_exits_143_on_sigterm_with_the_step_saved_and_resumes(small_da
     assert tf.io.gfile.exists(os.path.join(out, "metrics.json"))
 
 
+@pytest.mark.slow  # the fast tier's budget on 2 AVX2 cores (docs/testing.md)
 def test_a_startup_summary_then_a_progress_line_at_the_first_step_with_an_eta(
     small_data, tmp_path, caplog
 ):

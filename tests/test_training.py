@@ -216,6 +216,7 @@ def test_adaptive_ut_trains_and_reports_ponder_statistics(small_data, tmp_path, 
         assert 1.0 <= results[split]["decoder_act_steps"] <= 4.0
 
 
+@pytest.mark.slow  # the fast tier's budget on 2 AVX2 cores (docs/testing.md)
 def test_a_length_curriculum_admits_longer_examples_as_training_goes(small_data, tmp_path, caplog):
     """Start 3, one position more every 2 steps: the first step's batch holds no
     example longer than 3, the limit reaches 4 at step 2 and 5 at step 4, and
@@ -294,6 +295,7 @@ def test_the_learning_rate_decays_to_zero_at_the_budgets_end(small_data, tmp_pat
         )
 
 
+@pytest.mark.slow  # the fast tier's budget on 2 AVX2 cores (docs/testing.md)
 def test_a_run_trained_past_the_asked_steps_is_refused_not_relabelled(small_data, tmp_path):
     # A run at step 2 asked for 1 step: training nothing and reporting step 2's
     # figures as step 1's would label them with the wrong budget.

@@ -362,6 +362,7 @@ def test_spread_positions_place_index_k_of_n_at_k_times_the_range_over_n():
     assert reverse.position_policy.decoder(4, bias).numpy().tolist() == [[200, 100, 0, 300]]
 
 
+@pytest.mark.slow  # fast tier budget: the offsets and randomized-position tests cover training-only positions
 def test_spread_positions_change_evaluation_only():
     """The same weights and draws: training is the same with or without
     position_eval=spread; evaluation differs, except where the range equals the

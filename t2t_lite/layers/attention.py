@@ -115,6 +115,13 @@ class MultiHeadAttention(keras.layers.Layer):
                 dtype="float32",
             )
 
+    def build(self, input_shape):
+        """Every weight from the queries' shape [..., C] (keys and values are
+        read from a memory of the same width C, as in every model here)."""
+        channels = tuple(input_shape)[:-1]
+        nesting.build_each(input_shape, self.query, self.key, self.value)
+        nesting.build_each((*channels, self.num_heads * self.depth), self.output_projection)
+
     def split_heads(self, x, depth: int | None = None):
         """[B, L, H * D] -> [B, H, L, D] (D: `depth`, default the values' depth)."""
         shape = ops.shape(x)

@@ -13,7 +13,7 @@ import keras
 from keras import ops
 
 from t2t_lite import sequences
-from t2t_lite.layers import einsum, serialization
+from t2t_lite.layers import einsum, nesting, serialization
 from t2t_lite.layers import embedding as embedding_lib
 
 # Words past this place in a fact share the last mask row (bAbI facts have
@@ -64,6 +64,7 @@ class FactEmbedding(keras.layers.Layer):
         self.word_embedding = word_embedding
 
     def build(self, input_shape=None):
+        nesting.build_each(input_shape, self.word_embedding)  # the words' matrix it holds
         # Ones: at initialisation a fact is the plain sum of its words.
         self.position_mask = self.add_weight(
             name="position_mask",

@@ -13,6 +13,8 @@ Keras's implicit mask (an `Embedding(mask_zero=True)` upstream) hides the
 padded keys; a floating bias is additive, as it always was.
 """
 
+import weakref
+
 from keras import ops
 
 from t2t_lite import sequences
@@ -51,6 +53,8 @@ def as_bias(bias):
     a 0/1 mask read as a bias (it would add 1 where it means "attend")."""
     if bias is None:
         return ops.zeros((1, 1, 1, 1))
+    if _CHECKED.get(id(bias)) is bias:  # read before (a stack's, then its blocks')
+        return bias
     dtype = backend_dtype(bias)
     if dtype.startswith(("float", "bfloat")):
         if _readable(bias) and float(ops.max(ops.cast(bias, "float32"))) > 0.0:
@@ -59,7 +63,7 @@ def as_bias(bias):
                 "hides); this one holds positive values, as a 0/1 mask does: pass a mask as bool "
                 "or int (1 attends), or masks.nonpadding_bias(mask)"
             )
-        return bias
+        return _checked(bias)
     if dtype != "bool" and "int" not in dtype:
         raise ValueError(f"an attention bias or mask must be float, bool or int, not {dtype}")
     rank = len(ops.shape(bias))
@@ -80,7 +84,23 @@ def combined(bias, *key_masks):
     bias = as_bias(bias)
     for mask in key_masks:
         if mask is not None:
-            bias = ops.minimum(ops.cast(bias, "float32"), as_bias(mask))
+            bias = _checked(ops.minimum(ops.cast(bias, "float32"), as_bias(mask)))
+    return bias
+
+
+# The floating biases as_bias has read (or made from those it read), so that a
+# bias handed down a stack to its blocks and their attention is read once, at
+# the stack's entry: eagerly, each read is a reduction and a wait for its value.
+_CHECKED: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
+
+
+def _checked(bias):
+    if type(bias).__module__.startswith("numpy"):  # mutable: read each time
+        return bias
+    try:
+        _CHECKED[id(bias)] = bias
+    except TypeError:  # a value that cannot be weakly referenced: read again next time
+        pass
     return bias
 
 

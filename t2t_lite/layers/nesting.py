@@ -4,7 +4,8 @@ Keras keeps its own walk (`_flatten_layers`) private; the package's
 containers hold their sublayers as attributes, tuples or dicts, so a walk
 over those finds every one with public Python alone: the dtype policy handed
 down (policy.py), the attention maps recorded (attention.recording), the
-leaves built by a dummy batch (models/transformer.py).
+leaves built by a dummy batch (models/transformer.py). `build_each` is
+what a container's `build(input_shape)` does with its sublayers.
 """
 
 import keras
@@ -36,3 +37,12 @@ def _layers_in(values: list) -> list[keras.layers.Layer]:
         elif isinstance(value, dict):
             todo.extend(value.values())
     return found
+
+
+def build_each(input_shape, *layers) -> None:
+    """Builds each of `layers` (None skipped) not yet built for `input_shape`:
+    a container's weights made in its own `build(input_shape)`, as Keras and
+    keras-hub expect, not at its first call."""
+    for layer in layers:
+        if layer is not None and not layer.built:
+            layer.build(input_shape)

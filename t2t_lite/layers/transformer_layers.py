@@ -8,7 +8,7 @@ import tensorflow as tf
 from keras import ops
 
 from t2t_lite import sequences
-from t2t_lite.layers import attention, masks, serialization, transition
+from t2t_lite.layers import attention, masks, nesting, serialization, transition
 
 NORM_POSITIONS = ("pre", "post")
 LAYER_NORM_EPSILON = 1e-6
@@ -35,6 +35,9 @@ class Residual(keras.layers.Layer):
         self.norm_position = norm_position
         self.norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="norm")
         self.dropout = keras.layers.Dropout(dropout)
+
+    def build(self, input_shape):
+        nesting.build_each(input_shape, self.norm)
 
     def sublayer_input(self, x: tf.Tensor) -> tf.Tensor:
         """What `apply` feeds the sublayer: norm(x) (pre) or x (post)."""
@@ -104,8 +107,9 @@ class EncoderBlock(keras.layers.Layer):
         self.ffn_residual = config.residual("ffn_residual")
 
     def build(self, input_shape):
-        # Sublayers build on first call; there is no state of this layer's own.
-        pass
+        """Every sublayer's weights from x's shape [B, S, C], as keras-hub's blocks."""
+        sublayers = [self.self_attention, self.self_attention_residual]
+        nesting.build_each(input_shape, *sublayers, self.ffn, self.ffn_residual)
 
     def call(
         self,
@@ -152,8 +156,12 @@ class DecoderBlock(keras.layers.Layer):
         self.ffn_residual = config.residual("ffn_residual")
 
     def build(self, input_shape):
-        # Sublayers build on first call; there is no state of this layer's own.
-        pass
+        """Every sublayer's weights from x's shape [B, T, C] (the memory it
+        attends to has the same width C)."""
+        sublayers = [self.self_attention, self.self_attention_residual, self.ffn, self.ffn_residual]
+        if self.has_cross_attention:
+            sublayers += [self.cross_attention, self.cross_attention_residual]
+        nesting.build_each(input_shape, *sublayers)
 
     def call(
         self,
@@ -287,6 +295,10 @@ class Stack(keras.layers.Layer):
             if norm_position == "pre"
             else None
         )
+
+    def build(self, input_shape):
+        """Every block's weights (and the final norm's) from x's shape [B, L, C]."""
+        nesting.build_each(input_shape, *self.blocks, self.final_norm)
 
     def call(
         self,

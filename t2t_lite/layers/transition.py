@@ -8,7 +8,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from t2t_lite.layers import dense, serialization
+from t2t_lite.layers import dense, nesting, serialization
 
 TRANSITIONS = ("fc", "sepconv")
 
@@ -24,6 +24,10 @@ class FeedForward(keras.layers.Layer):
         self.inner = dense.Dense(filter_size, activation="relu", name="inner")
         self.outer = dense.Dense(hidden_size, name="outer")
         self.dropout = keras.layers.Dropout(relu_dropout)
+
+    def build(self, input_shape):
+        nesting.build_each(input_shape, self.inner)
+        nesting.build_each((*tuple(input_shape)[:-1], self.inner.units), self.outer)
 
     def call(self, x, nonpadding=None, training=False):
         # `nonpadding` is accepted so both transitions share one signature;
@@ -77,6 +81,12 @@ class SeparableConvolution(keras.layers.Layer):
             return ops.pad(x, [[0, 0], [kernel_size - 1, 0], [0, 0]])
         left = (kernel_size - 1) // 2
         return ops.pad(x, [[0, 0], [left, kernel_size - 1 - left], [0, 0]])
+
+    def build(self, input_shape):
+        """Every weight from x's shape [B, L, C] (the padded lengths change no weight)."""
+        batch, _, channels = tuple(input_shape)
+        nesting.build_each((batch, None, channels), self.inner)
+        nesting.build_each((batch, None, self.filter_size), self.outer)
 
     def call(self, x, nonpadding=None, training=False):
         """x [B, L, C], nonpadding [B, L, 1] (1 at real positions) or None."""

@@ -15,7 +15,7 @@ import tensorflow as tf
 from keras import ops
 
 from t2t_lite import sequences
-from t2t_lite.layers import act, embedding, serialization, transformer_layers
+from t2t_lite.layers import act, embedding, nesting, serialization, transformer_layers
 
 STEP_SIGNALS = ("sinusoid", "learned", "none")
 
@@ -179,8 +179,15 @@ class UniversalStack(keras.layers.Layer):
         self.final_norm = norm(final_norm_name, norm_position == "pre")
 
     def build(self, input_shape=None):
-        # Sublayers build when first applied; there is no state of this layer's own.
-        pass
+        """Every weight from the stack input's shape [B, L, C]: the shared
+        block's, the step signal's, the halting unit's and the norms'. None:
+        each builds when first applied."""
+        if input_shape is None:
+            return
+        sublayers = [self.block, self.step_signal, self.halting]
+        nesting.build_each(
+            input_shape, *sublayers, self.state_norm, self.input_norm, self.final_norm
+        )
 
     def _with_signals(
         self,
