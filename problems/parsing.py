@@ -358,35 +358,10 @@ class ParsingFromFilesLabels(ParsingProblem):
     )
 
     def target(self, tree: trees.Tree) -> str:
-        """The tree's labels; ValueError for a tree they cannot describe as it
-        is (a label holding the encoding's separators, or any other tree whose
-        labels do not decode back to it)."""
-        for node in _constituents(tree):
-            for separator in (tree_labels.FIELD, tree_labels.CHAIN):
-                if separator in node.label:
-                    raise ValueError(
-                        f"the label {node.label!r} holds {separator!r}, which the one-label-per-word "
-                        "encoding uses between its parts; rename it in the treebank"
-                    )
-        labels = tree_labels.encode(tree)
-        decoded, mended = tree_labels.decode(labels, tree.words())
-        if mended or trees.linearize(decoded, "normalize") != trees.linearize(tree, "normalize"):
-            raise ValueError(
-                "its one-label-per-word encoding does not decode back to it (as "
-                f"{trees.output_line(decoded)[:80]}...); a tree this problem cannot learn"
-            )
-        return " ".join(labels)
+        """The tree's labels; ValueError for a tree they cannot describe as it is
+        (tree_labels.encode_exactly)."""
+        return " ".join(tree_labels.encode_exactly(tree))
 
     def tree_from(self, symbols: list[str], words: list[str]) -> tuple[trees.Tree, bool]:
         tree, mended = tree_labels.decode(symbols, words)
         return tree, mended > 0
-
-
-def _constituents(tree: trees.Tree):
-    """Every constituent of a tree (not the preterminals), without recursion."""
-    todo = [tree]
-    while todo:
-        node = todo.pop()
-        if not node.is_preterminal:
-            yield node
-            todo.extend(node.children)

@@ -167,6 +167,7 @@ def _catches_sigterm(pid: int) -> bool:
     return bool(int(caught.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
 
 
+@pytest.mark.slow  # the fast tier's budget on 2 AVX2 cores (docs/testing.md)
 def test_a_stopped_bench_stops_both_sides_and_saves_their_time(tmp_path):
     script = f"SLEEPER = {SLEEPER!r}\nSLOW_TO_STOP = {SLOW_TO_STOP!r}\n" + BENCH.format(
         bench=os.path.join(ROOT, "bench"), work=str(tmp_path)

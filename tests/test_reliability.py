@@ -173,6 +173,7 @@ def write_list(run: str, *steps: int) -> None:
     tf.compat.v1.train.update_checkpoint_state(run, paths[-1], paths)
 
 
+@pytest.mark.slow  # the fast tier's budget on 2 AVX2 cores (docs/testing.md)
 def test_a_reader_retries_when_the_trainer_deletes_the_checkpoint_it_chose(
     small_data, tmp_path, monkeypatch, caplog
 ):

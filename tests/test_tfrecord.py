@@ -92,6 +92,7 @@ def test_records_without_the_features_or_of_another_dtype_are_named(tmp_path):
     assert not tfrecord.check_features(empty)
 
 
+@pytest.mark.slow  # the fast tier's budget on 2 AVX2 cores (docs/testing.md)
 def test_an_id_outside_the_vocabulary_is_named_with_its_file_and_record(small_data):
     """Data made with another vocabulary used to stop training with an embedding
     lookup traceback; the pipeline now checks every id, train and eval alike."""

@@ -202,3 +202,30 @@ def decode(labels: list[str], words: list[str]) -> tuple[trees.Tree, int]:
         tree = trees.Tree(DEFAULT_ROOT, [tree])
         unnamed[0] += 1
     return tree, mended + unnamed[0]
+
+
+def encode_exactly(tree: trees.Tree) -> list[str]:
+    """encode(tree), for a tree whose labels decode back to it, unchanged;
+    ValueError for any other (a label holding the encoding's separators, or
+    a tree its labels cannot describe as it is): what a training target
+    must be."""
+    todo = [tree]
+    while todo:  # every constituent, without recursion
+        node = todo.pop()
+        if node.is_preterminal:
+            continue
+        todo.extend(node.children)
+        for separator in (FIELD, CHAIN):
+            if separator in node.label:
+                raise ValueError(
+                    f"the label {node.label!r} holds {separator!r}, which the one-label-per-word "
+                    "encoding uses between its parts; rename it in the treebank"
+                )
+    labels = encode(tree)
+    decoded, mended = decode(labels, tree.words())
+    if mended or trees.linearize(decoded, "normalize") != trees.linearize(tree, "normalize"):
+        raise ValueError(
+            "its one-label-per-word encoding does not decode back to it (as "
+            f"{trees.output_line(decoded)[:80]}...); a tree this problem cannot learn"
+        )
+    return labels
