@@ -595,4 +595,5 @@ def test_the_engine_decodes_each_output_limit_in_a_call_of_its_own():
     inputs = [[2, 3, 2], [2], [3, 3, 2], [2, 2, 2, 2, 2]]
     results = engine.decode_ids(inputs)
     assert sorted(calls) == [(6, [1]), (8, [3, 3]), (10, [5])]
+    assert engine.calls == 3  # what t2t-decode logs of a file's decode
     assert [best[0][0] for best in results] == [[2]] * 4

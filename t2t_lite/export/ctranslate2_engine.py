@@ -107,6 +107,7 @@ class Ctranslate2Decoder:
 
     def __init__(self, translator, tokens: list[str], hp: decoder_lib.DecodeHParams):
         self.hp = hp
+        self.calls = 0
         self.tokens = tokens
         self._ids = {token: i for i, token in enumerate(tokens)}
         self.translator = translator
@@ -126,12 +127,21 @@ class Ctranslate2Decoder:
         if self.hp.beam_size == 1:  # greedy: the same tokens; scores as plain sums
             options["length_penalty"] = 0.0
         shown = progress.Progress(f"decoding {source}", len(order))
+        self.calls = 0  # translate_batch calls of this decode (one per output limit a batch holds)
         for start in range(0, len(order), self.hp.batch_size):
             chunk = order[start : start + self.hp.batch_size]
             answers = self._translate([fitted[index] for index in chunk], options)
             for index, answer in zip(chunk, answers, strict=True):
                 results[index] = self._rescored(answer, options["length_penalty"])
             shown.update(start + len(chunk))  # as the Decoder: the rate from the first batch on
+        batches = -(-len(order) // self.hp.batch_size)
+        logging.info(
+            "CTranslate2: %d translate_batch calls for %d inputs in %d batches (one call per "
+            "output limit, input length + extra_length, that a batch holds).",
+            self.calls,
+            len(order),
+            batches,
+        )
         return results
 
     def _translate(self, batch: list[list[int]], options: dict) -> list:
@@ -154,6 +164,7 @@ class Ctranslate2Decoder:
         return answers
 
     def _translate_at(self, batch: list[list[int]], limit: int, options: dict) -> list:
+        self.calls += 1
         return self.translator.translate_batch(
             [[self.tokens[i] for i in ids] for ids in batch],
             **options,
