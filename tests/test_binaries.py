@@ -160,6 +160,7 @@ def test_programs_are_console_scripts_into_the_package_and_bin_only_launches_the
         ]
 
 
+@pytest.mark.slow  # the fast tier's budget on 2 AVX2 cores (docs/testing.md)
 @pytest.mark.skipif(
     os.path.exists("/proc/driver/nvidia/version"), reason="a machine with an NVIDIA driver"
 )

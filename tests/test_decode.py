@@ -44,6 +44,7 @@ def dev_inputs(data_dir):
     return [sequences.strip_eos(e["inputs"]) for e in tfrecord.read_examples(paths, -1)]
 
 
+@pytest.mark.slow  # the fast tier's budget: test_cached_decoding holds cached steps to teacher forcing
 def test_greedy_decodes_are_the_models_teacher_forced_argmax(copy_run):
     """Each greedy token is the argmax of the full pass over input and decode so far."""
     data_dir, run_dir = copy_run

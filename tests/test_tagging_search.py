@@ -45,14 +45,22 @@ def test_narrowing_keeps_pad_eos_and_the_labels_in_vocabulary_order():
     )
 
 
+UT = ("universal_transformer_encoder", "adaptive_universal_transformer_test")
+TRANSFORMER = ("transformer_encoder", "transformer_test")
+
+
 @pytest.mark.parametrize(
-    ("name", "hparams_set"),
+    ("name", "hparams_set", "constraint"),
     [
-        ("transformer_encoder", "transformer_test"),
-        ("universal_transformer_encoder", "adaptive_universal_transformer_test"),
+        (*UT, "shape"),  # the recipe's
+        (*UT, "strict"),
+        (*TRANSFORMER, None),
+        # The other pairs: the fast tier's budget (docs/testing.md).
+        pytest.param(*UT, None, marks=pytest.mark.slow),
+        pytest.param(*TRANSFORMER, "shape", marks=pytest.mark.slow),
+        pytest.param(*TRANSFORMER, "strict", marks=pytest.mark.slow),
     ],
 )
-@pytest.mark.parametrize("constraint", ["shape", "strict", None])
 def test_the_tagging_search_is_the_generic_greedy_search(name, hparams_set, constraint):
     model = tagger(name, hparams_set)
     made = (

@@ -152,6 +152,7 @@ def test_data_is_generated_when_missing(tmp_path):
     assert t.problem.has_data(str(tmp_path / "fresh"))
 
 
+@pytest.mark.slow  # the fast tier's budget on 2 AVX2 cores (docs/testing.md)
 def test_eval_splits_are_evaluated_at_every_checkpoint_and_unknown_ones_refused(
     small_data, tmp_path, caplog
 ):
@@ -282,6 +283,7 @@ def test_a_model_too_large_for_memory_or_too_short_a_max_length_is_named(small_d
         )
 
 
+@pytest.mark.slow  # the fast tier's budget on 2 AVX2 cores (docs/testing.md)
 def test_the_learning_rate_decays_to_zero_at_the_budgets_end(small_data, tmp_path):
     t = make_trainer(small_data, str(tmp_path / "run"), 4, HPARAMS + ",learning_rate_decay_steps=2")
     first = float(t.optimizer.learning_rate)  # iteration 0: before the decay
