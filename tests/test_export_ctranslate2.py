@@ -133,6 +133,7 @@ def _score(model, source, output, alpha) -> float:
     return float(total / float(search.length_penalty(len(full), alpha)))
 
 
+@pytest.mark.slow  # the fast tier's budget: t2t-decode --engine=ctranslate2 against the tensorflow engine stays
 def test_ctranslate2_decodes_the_trained_copy_model_as_t2t_decode(ct2_export):
     path, data_dir, run = ct2_export
     assert sorted(os.listdir(path)) == [

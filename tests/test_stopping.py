@@ -46,6 +46,7 @@ def make_trainer_for_read(output_dir):
     return model
 
 
+@pytest.mark.slow  # the fast tier's budget: test_periodic holds each action to its own cadence
 def test_checkpoints_follow_their_own_cadence_not_the_evaluations(small_data, tmp_path):
     out = tmp_path / "run"
     t = make_trainer(small_data, str(out), 7, save_checkpoints_steps=3, local_eval_frequency=2)
