@@ -70,14 +70,6 @@ def ours(words: str, output: str) -> list[str]:
     return command
 
 
-def theirs(gold: str, output: str) -> list[str]:
-    return parser_peer.peer([
-        "test", "--model-path", parser_peer.best_checkpoint(FLAGS.work_dir), "--test-path", gold,
-        "--evalb-dir", os.path.join(FLAGS.source, "EVALB"), "--output-path", output,
-        "--no-predict-tags",
-    ])  # fmt: skip
-
-
 def timed(command: list[str], env: dict) -> float:
     start = time.perf_counter()
     subprocess.run(command, check=True, capture_output=True, env=env)
@@ -100,7 +92,9 @@ def main(argv):
             out = os.path.join(FLAGS.scratch, f"{name}.ours")
             seconds["ours"].append(timed(ours(words, out), ours_env))
             out = os.path.join(FLAGS.scratch, f"{name}.peer")
-            seconds["peer"].append(timed(theirs(gold, out), peer_env))
+            seconds["peer"].append(
+                timed(parser_peer.test_command(FLAGS.work_dir, gold, out), peer_env)
+            )
         entry = {"sentences": sentences}
         for side, times in seconds.items():
             median = statistics.median(times)

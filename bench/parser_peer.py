@@ -172,14 +172,19 @@ def best_checkpoint(work: str) -> str:
     return os.path.join(work, max(kept, key=lambda n: float(n[len("model_dev=") : -len(".pt")])))
 
 
-def parse_test(paths: dict[str, str], work: str) -> dict:
-    """Parses the test sentences with the best dev checkpoint, whole process timed."""
-    output = os.path.join(work, "test.parsed")
-    command = peer([
-        "test", "--model-path", best_checkpoint(work), "--test-path", paths["test"],
+def test_command(work: str, gold: str, output: str) -> list[str]:
+    """The peer parsing `gold`'s sentences into `output` with work's best dev checkpoint."""
+    return peer([
+        "test", "--model-path", best_checkpoint(work), "--test-path", gold,
         "--evalb-dir", os.path.join(FLAGS.source, "EVALB"), "--output-path", output,
         "--no-predict-tags",
     ])  # fmt: skip
+
+
+def parse_test(paths: dict[str, str], work: str) -> dict:
+    """Parses the test sentences with the best dev checkpoint, whole process timed."""
+    output = os.path.join(work, "test.parsed")
+    command = test_command(work, paths["test"], output)
     start = time.perf_counter()
     done = subprocess.run(command, check=True, capture_output=True, env=environment(), text=True)
     seconds = time.perf_counter() - start

@@ -4,29 +4,31 @@ rides in the decode cache under `KEY` (so beam search reorders it with the
 hypotheses). The search (decoding/decoder.py) knows only this interface;
 the parsing problems' constraints are parsing/constraints.py."""
 
+import abc
+
 import numpy as np
 import tensorflow as tf
 
 KEY = "decode_constraint"  # its entry in the decode cache
 
 
-class Constraint:
+class Constraint(abc.ABC):
     """`initial_state(inputs, extra_length)`, `advance(state, ids)` and
     `allowed(state)` [N, V], joined by `step`; `narrowed` for a search that
     computes only the logits a constraint can ever allow."""
 
+    @abc.abstractmethod
     def initial_state(self, inputs: tf.Tensor, extra_length: int) -> dict[str, tf.Tensor]:
         """inputs [B, S] (EOS-terminated, PAD after) -> the state before any symbol;
         each row's output holds at most its symbols + extra_length."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def advance(self, state: dict, ids: tf.Tensor) -> dict:
         """The state after symbols ids [N] (PAD, the start symbol, changes nothing)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def allowed(self, state: dict) -> tf.Tensor:
         """[N, V] True where a symbol may come next."""
-        raise NotImplementedError
 
     def step(self, ids: tf.Tensor, logits: tf.Tensor, state: dict, neg: float):
         """The step function's part -> (the logits [N, V] with every symbol the
