@@ -12,8 +12,6 @@ vocab_sample_lines training lines, and progress is logged as pairs are encoded.
 
 import os
 
-import tensorflow_datasets as tfds
-
 from t2t_lite.data import problem, text_problem
 
 
@@ -26,6 +24,11 @@ class TfdsTranslateProblem(text_problem.Text2TextProblem):
     splits = {"train": (0, 100), "dev": (0, 1)}
 
     def text_pairs(self, data_dir: str, split: str):
+        # Imported here, by the one method that reads TFDS: every program
+        # registers these problems, and the import costs most of a second of
+        # a start-up that reads none (docs/benchmarks.md, parse speed).
+        import tensorflow_datasets as tfds
+
         tfds_dir = os.environ.get("TFDS_DATA_DIR") or None
         try:
             dataset = tfds.load(

@@ -1,5 +1,9 @@
 """In-graph tokenizers agree with the problems' Python text encoding."""
 
+import os
+import subprocess
+import sys
+
 import tensorflow as tf
 
 from t2t_lite.data import problem
@@ -47,3 +51,25 @@ def test_eager_and_graph_cut_symbols_at_the_same_white_space():
         else:
             with pytest.raises(ValueError, match="unknown symbol"):
                 prob.encode_text(line)
+
+
+def test_a_decode_start_up_imports_neither_tensorflow_text_nor_tensorflow_datasets():
+    """Their imports cost a second of every program's start-up (docs/benchmarks.md,
+    parse speed): the decoder, every registered problem and a word vocabulary's
+    Python encoding load without them; a graph's first tokenize imports tf-text."""
+    code = (
+        "import sys\n"
+        "from t2t_lite.decoding import runner\n"
+        "from t2t_lite.data import graph_tokenizer, problem\n"
+        "problem.get('algorithmic_reverse_binary20')\n"
+        "words = graph_tokenizer.WordTokenizer(['<pad>', '<EOS>', '[UNK]', 'a', 'b'], '[UNK]')\n"
+        "assert words.encode('a b c') == [3, 4, 2]\n"
+        "print(*sorted({'tensorflow_text', 'tensorflow_datasets'} & set(sys.modules)))\n"
+        "words.tokenize(graph_tokenizer.tf.constant(['a b']))\n"
+        "print('tensorflow_text' in sys.modules)\n"
+    )
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert done.stdout.splitlines() == ["", "True"]

@@ -6,12 +6,23 @@ tensorflow-text, so a SavedModel holding it runs on stock TF Serving.
 """
 
 import abc
+import types
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from t2t_lite import sequences
 from t2t_lite.parsing import word_shapes
+
+
+def tf_text() -> types.ModuleType:
+    """tensorflow_text, imported when a graph first tokenizes: every program
+    imports this module (through the problems) and builds a problem's
+    tokenizer for its Python encode, and tensorflow_text's import is about
+    half a second of a start-up that traces no graph tokenizer (a decode, a
+    training run; docs/benchmarks.md, parse speed)."""
+    import tensorflow_text
+
+    return tensorflow_text
 
 
 class GraphTokenizer(tf.Module, abc.ABC):
@@ -59,7 +70,6 @@ class SymbolTokenizer(GraphTokenizer):
 
     def __init__(self, symbols: list[str], first_id: int):
         super().__init__()
-        self._splitter = tf_text.WhitespaceTokenizer()
         ids = tf.range(first_id, first_id + len(symbols), dtype=tf.int32)
         self._table = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(tf.constant(symbols), ids), default_value=-1
@@ -74,7 +84,7 @@ class SymbolTokenizer(GraphTokenizer):
 
     def tokenize(self, text: tf.Tensor) -> tuple[tf.RaggedTensor, tf.Tensor]:
         spaced = tf.strings.regex_replace(text, WHITE_SPACE_RE2, " ")  # see WHITE_SPACE_RE2
-        tokens = self._splitter.tokenize(spaced)  # [N, (tokens)] strings
+        tokens = tf_text().WhitespaceTokenizer().tokenize(spaced)  # [N, (tokens)] strings
         ids = tf.ragged.map_flat_values(self._table.lookup, tokens)  # [N, (tokens)]
         known = tf.reduce_all(ids >= 0, axis=1)  # [N]
         return ids, known
@@ -126,7 +136,6 @@ class WordTokenizer(GraphTokenizer):
             raise ValueError(f"a word vocabulary starts with {reserved} and has no repeats")
         self._words = list(tokens)
         self.vocab_size = len(tokens)
-        self._splitter = tf_text.WhitespaceTokenizer()
         self._table = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(
                 tf.constant(tokens[3:]), tf.range(3, len(tokens), dtype=tf.int32)
@@ -146,7 +155,7 @@ class WordTokenizer(GraphTokenizer):
 
     def tokenize(self, text: tf.Tensor) -> tuple[tf.RaggedTensor, tf.Tensor]:
         spaced = tf.strings.regex_replace(text, WHITE_SPACE_RE2, " ")  # see WHITE_SPACE_RE2
-        words = self._splitter.tokenize(spaced)  # [N, (words)] strings
+        words = tf_text().WhitespaceTokenizer().tokenize(spaced)  # [N, (words)] strings
         ids = tf.ragged.map_flat_values(self._lookup, words)  # [N, (words)]
         return ids, tf.ones([tf.shape(text)[0]], tf.bool)
 

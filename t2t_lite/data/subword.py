@@ -22,7 +22,6 @@ import time
 from collections.abc import Iterable, Iterator
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 import tokenizers
 from absl import logging
 
@@ -213,7 +212,7 @@ class SubwordTokenizer(graph_tokenizer.GraphTokenizer):
         super().__init__()
         self.vocab_size = len(tokens)
         self._tokens = tf.constant(tokens)
-        self._wordpiece = tf_text.FastWordpieceTokenizer(
+        self._wordpiece = graph_tokenizer.tf_text().FastWordpieceTokenizer(
             vocab=tokens,
             suffix_indicator=SUFFIX,
             unknown_token=UNK,

@@ -170,10 +170,16 @@ class Decoder:
             xla_compile = hp.batch_size * hp.beam_size <= XLA_MAX_ROWS
         self.xla_compile = xla_compile
         # XLA compiles per shape; otherwise one trace serves every batch shape
-        # (a trace per bucket length would cost seconds each).
+        # (a trace per bucket length would cost seconds each). The search is
+        # written in TensorFlow's own loops and conditions, so AutoGraph has
+        # nothing to convert: without it the trace takes a third of the time
+        # (docs/benchmarks.md, parse speed).
         signature = None if self.xla_compile else [tf.TensorSpec([None, None], tf.int32)]
         self.search = tf.function(
-            self.search_ids, jit_compile=self.xla_compile, input_signature=signature
+            self.search_ids,
+            jit_compile=self.xla_compile,
+            input_signature=signature,
+            autograph=False,
         )
         # A tagger's greedy search: one forward pass and the constraint's walk
         # (decoding/tagging.py; decode_ids's, not search_ids's, which exports trace).

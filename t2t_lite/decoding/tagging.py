@@ -14,11 +14,15 @@ loop over columns of logits computed once. Here that is said directly:
    masked distribution), on the narrowed columns, and maps the choices back
    to vocabulary ids.
 
-Both run eagerly: nothing is traced, so a file's first batch costs what
-the others cost, and batches are padded to their own longest row. The
-outputs are the generic greedy search's (tests/test_tagging_search.py):
-the narrowed columns keep the vocabulary's order, so ties break alike, and
-a column the constraint masks adds exp(NEG) = 0 to the softmax.
+The walk is traced once (its signature serves every batch shape); the encoder's pass runs
+eagerly until a call holds enough input symbols to repay its trace
+(TRACE_FROM_SYMBOLS), and batches are padded to their own longest row.
+Neither function is converted by AutoGraph: both are written in
+TensorFlow's own loops and conditions, and the conversion was most of
+their trace time. The outputs are the generic greedy search's
+(tests/test_tagging_search.py): the narrowed columns keep the vocabulary's
+order, so ties break alike, and a column the constraint masks adds
+exp(NEG) = 0 to the softmax.
 """
 
 import numpy as np
@@ -62,9 +66,11 @@ class TaggingSearch:
         # encoder's costs seconds, so it runs eagerly until a file is long
         # enough to repay it (`trace`).
         self.walk = tf.function(
-            self._walk, input_signature=[tf.TensorSpec([None, None, None], tf.float32), ids]
+            self._walk,
+            input_signature=[tf.TensorSpec([None, None, None], tf.float32), ids],
+            autograph=False,
         )
-        self.traced_logits = tf.function(self._logits, input_signature=[ids])
+        self.traced_logits = tf.function(self._logits, input_signature=[ids], autograph=False)
 
     def _logits(self, inputs: tf.Tensor) -> tf.Tensor:
         return self.model.tag_logits(inputs, self.columns)  # [B, S, L]
