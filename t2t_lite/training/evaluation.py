@@ -37,7 +37,7 @@ def make_eval_step(
 
     # Eval batches end with a partial batch and long splits have several
     # buckets: relax shapes instead of retracing for each.
-    @tf.function(reduce_retracing=True)
+    @tf.function(reduce_retracing=True, autograph=False)
     def step(batch):
         per_replica = strategy.run(replica_step, args=(batch,))
         return {key: strategy.reduce(SUM, value, axis=None) for key, value in per_replica.items()}

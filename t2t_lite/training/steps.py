@@ -91,7 +91,7 @@ def make_train_step(
 
     # XLA covers forward and backward; the reduction and the update stay
     # outside the compiled function, where strategies merge across replicas.
-    compiled = tf.function(loss_and_gradients, jit_compile=xla_compile)
+    compiled = tf.function(loss_and_gradients, jit_compile=xla_compile, autograph=False)
 
     def replica_step(batches):
         weight = tf.add_n([tf.reduce_sum(masks.padding_mask(b["targets"])) for b in batches])
@@ -113,7 +113,7 @@ def make_train_step(
     # length are generalised (each at most once): not once per length bucket
     # (42 for length 256 at length_bucket_step 1.1) or per micro-batch
     # combination. An XLA-compiled step still compiles once per shape.
-    @tf.function(reduce_retracing=True)
+    @tf.function(reduce_retracing=True, autograph=False)
     def train_step(batches):
         loss_sum, weight, grad_norm, metrics = strategy.run(replica_step, args=(batches,))
         step.assign_add(1)
