@@ -14,9 +14,10 @@ loop over columns of logits computed once. Here that is said directly:
    masked distribution), on the narrowed columns, and maps the choices back
    to vocabulary ids.
 
-The walk is traced once (its signature serves every batch shape); the encoder's pass runs
-eagerly until a call holds enough input symbols to repay its trace
-(TRACE_FROM_SYMBOLS), and batches are padded to their own longest row.
+The walk is traced once (its signature serves every batch shape); the
+encoder's pass runs eagerly until a call holds enough input symbols to
+repay its trace (TRACE_FROM_SYMBOLS), and batches are padded to their own
+longest row.
 Neither function is converted by AutoGraph: both are written in
 TensorFlow's own loops and conditions, and the conversion was most of
 their trace time. The outputs are the generic greedy search's
@@ -34,9 +35,10 @@ from t2t_lite.decoding import search
 
 # From this many input symbols in one call, the encoder's pass is traced: on
 # the round 6 recipe (a UT encoder, d = 256, 4 steps; one thread of an AMD
-# EPYC) its trace cost 2.9 s and saved 1.0 s per 5,800 symbols against eager
-# calls (docs/benchmarks.md, parse speed).
-TRACE_FROM_SYMBOLS = 16_000
+# EPYC) its trace, without AutoGraph, cost 0.9 s and saved 0.24 ms per input
+# symbol against eager calls (0.19 ms against 0.43; docs/benchmarks.md,
+# parse speed): even at 4,000 symbols.
+TRACE_FROM_SYMBOLS = 4_000
 
 
 def applies(model, hp) -> bool:
