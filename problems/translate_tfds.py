@@ -26,7 +26,7 @@ class TfdsTranslateProblem(text_problem.Text2TextProblem):
     def text_pairs(self, data_dir: str, split: str):
         # Imported here, by the one method that reads TFDS: every program
         # registers these problems, and the import costs most of a second of
-        # a start-up that reads none (docs/benchmarks.md, parse speed).
+        # a start-up that reads none (docs/benchmarks.md, start-up).
         import tensorflow_datasets as tfds
 
         tfds_dir = os.environ.get("TFDS_DATA_DIR") or None

@@ -55,7 +55,7 @@ def test_eager_and_graph_cut_symbols_at_the_same_white_space():
 
 def test_a_decode_start_up_imports_neither_tensorflow_text_nor_tensorflow_datasets():
     """Their imports cost a second of every program's start-up (docs/benchmarks.md,
-    parse speed): the decoder, every registered problem and a word vocabulary's
+    start-up): the decoder, every registered problem and a word vocabulary's
     Python encoding load without them; a graph's first tokenize imports tf-text."""
     code = (
         "import sys\n"

@@ -19,7 +19,7 @@ def tf_text() -> types.ModuleType:
     imports this module (through the problems) and builds a problem's
     tokenizer for its Python encode, and tensorflow_text's import is about
     half a second of a start-up that traces no graph tokenizer (a decode, a
-    training run; docs/benchmarks.md, parse speed)."""
+    training run; docs/benchmarks.md, start-up)."""
     import tensorflow_text
 
     return tensorflow_text

@@ -173,7 +173,7 @@ class Decoder:
         # (a trace per bucket length would cost seconds each). The search is
         # written in TensorFlow's own loops and conditions, so AutoGraph has
         # nothing to convert: without it the trace takes a third of the time
-        # (docs/benchmarks.md, parse speed).
+        # (docs/benchmarks.md, start-up).
         signature = None if self.xla_compile else [tf.TensorSpec([None, None], tf.int32)]
         self.search = tf.function(
             self.search_ids,

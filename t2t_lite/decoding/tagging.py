@@ -37,7 +37,7 @@ from t2t_lite.decoding import search
 # the round 6 recipe (a UT encoder, d = 256, 4 steps; one thread of an AMD
 # EPYC) its trace, without AutoGraph, cost 0.9 s and saved 0.24 ms per input
 # symbol against eager calls (0.19 ms against 0.43; docs/benchmarks.md,
-# parse speed): even at 4,000 symbols.
+# start-up): even at 4,000 symbols.
 TRACE_FROM_SYMBOLS = 4_000
 
 
@@ -65,8 +65,8 @@ class TaggingSearch:
             self.columns = tf.constant(columns, tf.int32)  # [L] vocabulary ids
         ids = tf.TensorSpec([None, None], tf.int32)
         # One trace each for every batch shape: the walk's is cheap; the
-        # encoder's costs seconds, so it runs eagerly until a file is long
-        # enough to repay it (`trace`).
+        # encoder's costs most of a second, so it runs eagerly until a call
+        # is long enough to repay it (`trace`).
         self.walk = tf.function(
             self._walk,
             input_signature=[tf.TensorSpec([None, None, None], tf.float32), ids],
