@@ -17,10 +17,11 @@ loop over columns of logits computed once. Here that is said directly:
 The walk is traced once (its signature serves every batch shape); the
 encoder's pass runs eagerly until a call holds enough input symbols to
 repay its trace (TRACE_FROM_SYMBOLS), and batches are padded to their own
-longest row.
-Neither function is converted by AutoGraph: both are written in
-TensorFlow's own loops and conditions, and the conversion was most of
-their trace time. The outputs are the generic greedy search's
+longest row. Neither function is converted by AutoGraph: both are
+written in TensorFlow's own loops and conditions, and the conversion was
+most of their trace time.
+
+The outputs are the generic greedy search's
 (tests/test_tagging_search.py): the narrowed columns keep the vocabulary's
 order, so ties break alike, and a column the constraint masks adds
 exp(NEG) = 0 to the softmax.
